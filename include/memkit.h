@@ -1,0 +1,321 @@
+/*
+ * memkit.h - the whole public API of memkit, a C11 memory-management library.
+ *
+ * memkit hands out memory from *contexts*: hierarchical regions in the style
+ * of PostgreSQL's memory contexts and talloc.  Allocate into a context, free
+ * one chunk from its pointer alone, or reset/delete the context and with it
+ * every chunk and every descendant context, whatever was leaked inside.
+ *
+ *     mk_ctx *query = mk_ctx_new(NULL, "query", MK_GENERAL, NULL);
+ *     char *row = mk_alloc(query, 200);       // one chunk
+ *     mk_free(row);                           // owner found from the pointer
+ *     mk_ctx_reset(query);                    // everything else, at once
+ *     mk_ctx_delete(query);
+ *
+ * Thread rules (they hold for every function below unless it says otherwise):
+ *  - A context is allocated from, reset and deleted by one thread at a time.
+ *    The thread that creates a context owns it; mk_ctx_set_owner() hands it
+ *    to another thread.  Sharing a context between threads without handing it
+ *    over needs the caller's lock around every call that names the context,
+ *    including mk_free() of its chunks by the owner thread.
+ *  - A chunk may be freed (mk_free) by any thread.  A free from a thread that
+ *    does not own the chunk's context is queued on an atomic list that the
+ *    owner collects; it never blocks the owner.
+ *
+ * Errors: functions return NULL (or -1) and leave everything usable.  Only
+ * detected corruption (checking build) aborts, through the error handler
+ * (see mk_set_error_handler).
+ *
+ * Alignment: a chunk is aligned to 16 bytes, except that a request of 8 bytes
+ * or less is aligned to 8 and a request of 17..24 bytes is aligned to 8 (an
+ * object whose size is not a multiple of 16 cannot need 16-byte alignment;
+ * this is what lets a 24-byte object cost 24 bytes).  mk_alloc_aligned()
+ * gives any power of two.
+ */
+#ifndef MEMKIT_H
+#define MEMKIT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MK_VERSION_MAJOR 0
+#define MK_VERSION_MINOR 1
+#define MK_VERSION_PATCH 0
+#define MK_VERSION_STRING "0.1.0"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define MK_API __attribute__((visibility("default")))
+#define MK_MALLOC_LIKE __attribute__((malloc, warn_unused_result))
+#else
+#define MK_API
+#define MK_MALLOC_LIKE
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Contexts                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/** An opaque memory context. */
+typedef struct mk_ctx mk_ctx;
+
+/** The four kinds of context; every kind has the same interface. */
+typedef enum mk_kind {
+    MK_GENERAL = 0,    /**< any size, individual free and realloc */
+    MK_SLAB = 1,       /**< one fixed chunk size, no per-chunk header */
+    MK_GENERATION = 2, /**< any size, blocks return when all their chunks die */
+    MK_BUMP = 3        /**< any size, no individual free, fastest */
+} mk_kind;
+
+/** Flags for mk_ctx_opts.flags. */
+#define MK_CTX_REPORT_LEAKS 0x1u /**< report chunks still live at delete */
+
+/**
+ * Optional settings for mk_ctx_new().  Zero-initialise and set what you need;
+ * a zero field means "the default".
+ */
+typedef struct mk_ctx_opts {
+    unsigned flags;       /**< MK_CTX_* flags */
+    size_t chunk_size;    /**< MK_SLAB: the one chunk size (required) */
+    size_t chunk_align;   /**< MK_SLAB: chunk alignment (power of two) */
+    size_t block_size;    /**< MK_GENERATION / MK_BUMP: preferred block size */
+} mk_ctx_opts;
+
+/**
+ * Create a context.
+ *
+ * @param parent  the parent context, or NULL for a top-level context.  The
+ *                new context is deleted when its parent is reset or deleted.
+ *                Creating a child counts as a use of the parent (thread rule).
+ * @param name    a name shown in statistics and error reports.  memkit keeps
+ *                the pointer: pass a string that outlives the context (a
+ *                literal).  NULL is shown as "?".
+ * @param kind    one of the mk_kind values.
+ * @param opts    kind-specific settings, or NULL for the defaults.
+ * @return the context, owned by the calling thread; NULL if memory is
+ *         exhausted, the kind is unknown or not yet supported, or opts are
+ *         invalid (errno is then ENOMEM or EINVAL).
+ */
+MK_API mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
+                          const mk_ctx_opts *opts);
+
+/**
+ * Free every chunk of @p ctx and delete all its descendants; the context
+ * itself stays usable.  Registered callbacks run first (newest first), after
+ * the descendants' own.  One page is kept for reuse, the rest goes back to
+ * the shared page pool.  Callbacks are dropped once they have run.
+ */
+MK_API void mk_ctx_reset(mk_ctx *ctx);
+
+/**
+ * Delete @p ctx: its descendants first (depth first), then its callbacks
+ * (newest first), then every page it holds.  @p ctx must not be used again.
+ * A NULL @p ctx is ignored.
+ */
+MK_API void mk_ctx_delete(mk_ctx *ctx);
+
+/**
+ * Register @p fn(@p arg) to run when @p ctx is next reset or deleted; the
+ * way to tie files, locks or foreign memory to a context's lifetime.
+ * Callbacks run newest first and once.
+ * @return 0, or -1 (errno ENOMEM) if the record could not be allocated.
+ */
+MK_API int mk_ctx_on_reset(mk_ctx *ctx, void (*fn)(void *arg), void *arg);
+
+/** The context's name as given to mk_ctx_new() ("?" for NULL). */
+MK_API const char *mk_ctx_name(const mk_ctx *ctx);
+
+/** The context's parent, or NULL for a top-level context. */
+MK_API mk_ctx *mk_ctx_parent(const mk_ctx *ctx);
+
+/** The context's kind. */
+MK_API mk_kind mk_ctx_kind(const mk_ctx *ctx);
+
+/**
+ * Make the calling thread the owner of @p ctx (see the thread rules above).
+ * Call it after the previous owner has stopped using the context (the
+ * hand-over must be ordered by the caller, e.g. through a queue or a lock).
+ * Cost: one pass over the context's pages.
+ */
+MK_API void mk_ctx_set_owner(mk_ctx *ctx);
+
+/**
+ * The calling thread's current context, like PostgreSQL's
+ * CurrentMemoryContext.  A thread starts with its own top-level GENERAL
+ * context named "thread"; NULL only if even that could not be created.
+ */
+MK_API mk_ctx *mk_ctx_current(void);
+
+/**
+ * Make @p ctx the calling thread's current context.
+ * @return the previous current context (to switch back to).
+ */
+MK_API mk_ctx *mk_ctx_switch(mk_ctx *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Chunks                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Allocate @p size bytes in @p ctx.
+ * Size 0 returns a unique pointer that can be freed.  The chunk is owned by
+ * the context: mk_free() it, or let reset/delete take it.
+ * @return the chunk, or NULL (errno ENOMEM) if memory is exhausted or @p size
+ *         is too large; the context stays usable.
+ */
+MK_API void *mk_alloc(mk_ctx *ctx, size_t size) MK_MALLOC_LIKE;
+
+/** As mk_alloc(), and the first @p size bytes are zero. */
+MK_API void *mk_alloc_zero(mk_ctx *ctx, size_t size) MK_MALLOC_LIKE;
+
+/**
+ * As mk_alloc(), aligned to @p align, which must be a power of two.
+ * @return NULL with errno EINVAL if @p align is not a power of two, ENOMEM
+ *         if memory is exhausted.
+ */
+MK_API void *mk_alloc_aligned(mk_ctx *ctx, size_t size,
+                              size_t align) MK_MALLOC_LIKE;
+
+/**
+ * Allocate @p n * @p size zeroed bytes in @p ctx; NULL (errno ENOMEM) if the
+ * product overflows.
+ */
+MK_API void *mk_alloc_array(mk_ctx *ctx, size_t n, size_t size) MK_MALLOC_LIKE;
+
+/**
+ * Copy @p s (a NUL-terminated string) into @p ctx.
+ * @return the copy, or NULL (errno ENOMEM).
+ */
+MK_API char *mk_strdup(mk_ctx *ctx, const char *s) MK_MALLOC_LIKE;
+
+/**
+ * Resize chunk @p p to @p size bytes, in the context that owns it.  The
+ * content up to the smaller of the two sizes is kept.
+ *  - @p p NULL: allocates in the calling thread's current context.
+ *  - @p size 0: shrinks to a minimal chunk (never frees; the result is a
+ *    valid, freeable pointer).
+ * @return the chunk (perhaps moved), or NULL (errno ENOMEM) when it cannot
+ *         grow; @p p is then untouched and still owned by its context.
+ *         Chunks of MK_BUMP contexts cannot be resized: NULL (errno ENOTSUP).
+ */
+MK_API void *mk_realloc(void *p, size_t size);
+
+/**
+ * Free chunk @p p; any thread may call it.  NULL is ignored.  On an MK_BUMP
+ * chunk it does nothing (bump memory returns on reset/delete).
+ * Freeing a pointer memkit did not return, or freeing twice, is undefined;
+ * the checking build (libmemkit-check) detects and reports both.
+ */
+MK_API void mk_free(void *p);
+
+/**
+ * The number of bytes usable in chunk @p p (>= the size requested), or 0 for
+ * NULL and for kinds that do not keep sizes (MK_BUMP).
+ */
+MK_API size_t mk_usable_size(const void *p);
+
+/** The context that owns chunk @p p, found in O(1); NULL for NULL. */
+MK_API mk_ctx *mk_ctx_of(const void *p);
+
+/* ------------------------------------------------------------------------ */
+/* Statistics                                                                */
+/* ------------------------------------------------------------------------ */
+
+/** Figures for one context (or a subtree), filled by mk_ctx_stats(). */
+typedef struct mk_stats {
+    size_t contexts;       /**< contexts counted (1 without recursion) */
+    size_t blocks;         /**< pages/blocks held */
+    size_t bytes_reserved; /**< bytes of those blocks */
+    size_t bytes_used;     /**< bytes handed out in live chunks (usable size) */
+    size_t bytes_free;     /**< bytes_reserved - bytes_used */
+    size_t chunks;         /**< live chunks */
+} mk_stats;
+
+/**
+ * Fill @p out with @p ctx's figures; with @p recurse non-zero, add those of
+ * every descendant.  Chunks freed by other threads and not yet collected
+ * still count as used.
+ * @return 0, or -1 (errno EINVAL) for a NULL argument.
+ */
+MK_API int mk_ctx_stats(const mk_ctx *ctx, mk_stats *out, int recurse);
+
+/**
+ * Print @p ctx and its descendants to @p out as an indented tree, one line
+ * per context, then a line of totals.  Uses stdio (may allocate).
+ */
+MK_API void mk_ctx_stats_print(const mk_ctx *ctx, FILE *out);
+
+/** Process-wide figures, filled by mk_process_stats(). */
+typedef struct mk_process_figures {
+    size_t os_reserved;   /**< address space reserved from the OS */
+    size_t os_committed;  /**< bytes that may be resident (not purged) */
+    size_t os_calls;      /**< OS requests made (reserve/commit/purge/release) */
+    size_t segments;      /**< segments held (normal and huge) */
+    size_t meta_bytes;    /**< bytes of memkit's own bookkeeping */
+} mk_process_figures;
+
+/** Fill @p out with process-wide figures; thread-safe. */
+MK_API void mk_process_stats(mk_process_figures *out);
+
+/* ------------------------------------------------------------------------ */
+/* Giving memory back                                                        */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Give back to the OS at once every page memkit holds empty, whatever the
+ * purge delay.  Thread-safe.  Returns the number of bytes given back.
+ */
+MK_API size_t mk_trim(void);
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Read option @p name (e.g. "purge_delay_ms").  Every option has a
+ * MEMKIT_<NAME> environment variable read at start-up; see docs/OPTIONS.md.
+ * @return the value, or -1 (errno EINVAL) for an unknown name.
+ */
+MK_API long mk_option_get(const char *name);
+
+/**
+ * Set option @p name to @p value at run time.  Thread-safe.
+ * @return 0, or -1 (errno EINVAL) for an unknown name or a value out of range.
+ */
+MK_API int mk_option_set(const char *name, long value);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A handler for detected errors.  @p msg is one line without a newline, in
+ * a buffer that is only valid during the call.  If the handler returns, the
+ * operation that detected the error is abandoned (the chunk is not freed).
+ */
+typedef void (*mk_error_fn)(const char *msg, void *arg);
+
+/**
+ * Replace the default error action (print the line to stderr, then abort)
+ * with @p fn; NULL restores the default.  Thread-safe.
+ */
+MK_API void mk_set_error_handler(mk_error_fn fn, void *arg);
+
+/**
+ * With @p on non-zero, detected errors are neither printed nor passed to a
+ * handler, and do not abort (needed e.g. in a child after fork()).  Returns
+ * the previous setting.
+ */
+MK_API int mk_silence_errors(int on);
+
+/** Non-zero when this library was built with the checks (libmemkit-check). */
+MK_API int mk_checking(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MEMKIT_H */

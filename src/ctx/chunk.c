@@ -1,0 +1,199 @@
+/*
+ * chunk.c - the public chunk entry points: mk_alloc, mk_free, mk_realloc
+ * and friends.  This file owns the two fast paths; everything else is a
+ * call through the kind's method table.
+ *
+ * mk_alloc, GENERAL kind, request <= 1 KiB (the common case), in words:
+ *   1. compare the context's kind with GENERAL and the size with 1 KiB;
+ *   2. load the size class from a 129-byte table indexed by (size + 7) / 8;
+ *   3. load the class's current page from the context;
+ *   4. load the page's free-list head; if it is NULL, take the slow path;
+ *   5. store the chunk's first word (the next free chunk) as the new head,
+ *      add one to the page's live count, return the chunk.
+ * mk_free, in words:
+ *   1. mask the pointer down to its segment and load the page descriptor
+ *      from the segment's page map (indexed by the pointer's 1 KiB unit);
+ *   2. compare the page's fast_tid with the thread pointer register; if
+ *      they differ (another thread's context, a full or large page, a kind
+ *      without free lists) take the slow path;
+ *   3. push the chunk on the page's free list, subtract one from the live
+ *      count; if that reaches zero, give the page back (out of line).
+ * No atomic operation, lock or call on either path.  Errors, refills, new
+ * pages, large chunks and other threads' frees are `noinline` helpers.
+ */
+#include "../internal.h"
+#include "../page/sizeclass.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* ---- allocation ----------------------------------------------------------- */
+
+static MKI_NOINLINE void *alloc_generic(mk_ctx *ctx, size_t size)
+{
+    if (MKI_LIKELY(ctx->kind == MK_GENERAL))
+        return mki_general_alloc_slow((mki_general *)ctx, size);
+    if (size > MKI_SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return mki_kinds[ctx->kind]->alloc(ctx, size);
+}
+
+void *mk_alloc(mk_ctx *ctx, size_t size)
+{
+    if (MKI_LIKELY(ctx->kind == MK_GENERAL && size <= MKI_DIRECT_MAX)) {
+        mki_page *pg = ((mki_general *)ctx)->cls[mki_class_of_direct(size)];
+        void *b = pg->free;
+        if (MKI_LIKELY(b != NULL)) {
+            pg->free = *(void **)b;
+            pg->used++;
+            return b;
+        }
+    }
+    return alloc_generic(ctx, size);
+}
+
+void *mk_alloc_zero(mk_ctx *ctx, size_t size)
+{
+    void *p = mk_alloc(ctx, size);
+    if (p && !(size > MKI_LARGE_MAX && mki_page_of(p)->zeroed))
+        memset(p, 0, size);
+    return p;
+}
+
+void *mk_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
+{
+    if (align == 0 || (align & (align - 1)) != 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (align <= 8)
+        return mk_alloc(ctx, size);
+    if (size > MKI_SIZE_MAX || align > MKI_SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return mki_kinds[ctx->kind]->alloc_aligned(ctx, size, align);
+}
+
+void *mk_alloc_array(mk_ctx *ctx, size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return mk_alloc_zero(ctx, total);
+}
+
+char *mk_strdup(mk_ctx *ctx, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = mk_alloc(ctx, n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* ---- freeing -------------------------------------------------------------- */
+
+/* Another thread's chunk: queue it for the owner (lock-free push). */
+static void remote_push(mk_ctx *ctx, void *p)
+{
+    void *head = atomic_load_explicit(&ctx->remote, memory_order_relaxed);
+    do {
+        *(void **)p = head;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &ctx->remote, &head, p, memory_order_release, memory_order_relaxed));
+}
+
+static MKI_NOINLINE void free_generic(mki_page *pg, void *p)
+{
+    mk_ctx *ctx = pg->ctx;
+    if (ctx->owner_tid != mki_tid()) {
+        remote_push(ctx, p);
+        return;
+    }
+    mki_kinds[ctx->kind]->free(pg, p);
+}
+
+static MKI_NOINLINE void page_empty(mki_page *pg)
+{
+    mki_kinds[pg->ctx->kind]->page_empty(pg);
+}
+
+/* The checking build's mk_free: validate first, then the normal path. */
+static MKI_NOINLINE void free_checked(void *p)
+{
+    mki_page *pg = mki_check_pointer(p, "free");
+    if (!pg)
+        return;
+    if (mki_page_tid(pg) == mki_tid()) {
+        mki_page_push(pg, p);
+        if (--pg->used == 0)
+            page_empty(pg);
+        return;
+    }
+    free_generic(pg, p);
+}
+
+void mk_free(void *p)
+{
+    if (MKI_UNLIKELY(p == NULL))
+        return;
+    if (MK_CONFIG_CHECK) {
+        free_checked(p);
+        return;
+    }
+    mki_page *pg = mki_page_of(p);
+    if (MKI_LIKELY(mki_page_tid(pg) == mki_tid())) {
+        mki_page_push(pg, p);
+        if (MKI_UNLIKELY(--pg->used == 0))
+            page_empty(pg);
+        return;
+    }
+    free_generic(pg, p);
+}
+
+/* ---- queries and resizing ------------------------------------------------- */
+
+/* The page of a chunk handed to a query; in the checking build, validated. */
+static mki_page *page_for(const void *p, const char *op)
+{
+    if (MK_CONFIG_CHECK)
+        return mki_check_pointer(p, op);
+    return mki_page_of(p);
+}
+
+void *mk_realloc(void *p, size_t size)
+{
+    if (!p) {
+        mk_ctx *cur = mk_ctx_current();
+        return cur ? mk_alloc(cur, size) : NULL;
+    }
+    mki_page *pg = page_for(p, "realloc");
+    if (!pg)
+        return NULL;
+    if (size > MKI_SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return mki_kinds[pg->ctx->kind]->realloc(pg, p, size);
+}
+
+size_t mk_usable_size(const void *p)
+{
+    if (!p)
+        return 0;
+    mki_page *pg = page_for(p, "usable_size");
+    return pg ? mki_kinds[pg->ctx->kind]->usable_size(pg, p) : 0;
+}
+
+mk_ctx *mk_ctx_of(const void *p)
+{
+    if (!p)
+        return NULL;
+    mki_page *pg = page_for(p, "ctx_of");
+    return pg ? pg->ctx : NULL;
+}

@@ -1,0 +1,203 @@
+/*
+ * context.c - the context tree: create, reset, delete, callbacks, owner,
+ * and the per-thread current context.
+ *
+ * Every context, whatever its kind, starts with the shared `mk_ctx` header
+ * (types.h): parent, first child, siblings, callbacks, owner thread.  The
+ * kind's behaviour lives behind the method table `mki_kinds`, indexed by
+ * mk_kind, so adding a kind is one file plus one line here.
+ *
+ * Deletion is depth first and iterative (no recursion, so a deep tree cannot
+ * overflow the stack): descendants go before their parents, and each
+ * context runs its callbacks, newest first, before its memory goes.
+ *
+ * Context structs are bookkeeping (page/meta.c), not chunks of another
+ * context: deleting a parent never frees memory a child still describes.
+ */
+#include "../internal.h"
+
+#include <errno.h>
+
+const mki_kind_ops *const mki_kinds[4] = {
+    [MK_GENERAL] = &mki_general_ops,
+};
+
+static _Thread_local mk_ctx *current;       /* NULL: the thread default */
+static _Thread_local mk_ctx *thread_default;
+static pthread_key_t default_key;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+
+/* ---- tree ----------------------------------------------------------------- */
+
+static void link_child(mk_ctx *parent, mk_ctx *c)
+{
+    c->parent = parent;
+    c->prev_sibling = NULL;
+    c->next_sibling = parent->first_child;
+    if (parent->first_child)
+        parent->first_child->prev_sibling = c;
+    parent->first_child = c;
+}
+
+static void unlink_child(mk_ctx *c)
+{
+    if (!c->parent)
+        return;
+    if (c->prev_sibling)
+        c->prev_sibling->next_sibling = c->next_sibling;
+    else
+        c->parent->first_child = c->next_sibling;
+    if (c->next_sibling)
+        c->next_sibling->prev_sibling = c->prev_sibling;
+    c->parent = c->next_sibling = c->prev_sibling = NULL;
+}
+
+mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
+                   const mk_ctx_opts *opts)
+{
+    if ((unsigned)kind >= 4 || !mki_kinds[kind]) {
+        errno = EINVAL;
+        return NULL;
+    }
+    const mki_kind_ops *ops = mki_kinds[kind];
+    mk_ctx *c = mki_meta_alloc(ops->ctx_size);
+    if (!c) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    c->kind = (uint8_t)kind;
+    c->meta_size = (uint32_t)ops->ctx_size;
+    c->flags = (uint16_t)(opts ? opts->flags : 0);
+    c->name = name ? name : "?";
+    c->owner_tid = mki_tid();
+    atomic_init(&c->remote, NULL);
+    if (ops->init(c, opts) != 0) {
+        mki_meta_free(c, ops->ctx_size);
+        return NULL;
+    }
+    if (parent)
+        link_child(parent, c);
+    return c;
+}
+
+static void run_callbacks(mk_ctx *c)
+{
+    mki_callback *cb;
+    while ((cb = c->callbacks) != NULL) {
+        c->callbacks = cb->next; /* unlinked first: fn may register more */
+        cb->fn(cb->arg);
+        mki_meta_free(cb, sizeof *cb);
+    }
+}
+
+/* Delete a context that has no children. */
+static void delete_leaf(mk_ctx *c)
+{
+    run_callbacks(c);
+    mki_kinds[c->kind]->destroy(c);
+    unlink_child(c);
+    if (current == c)
+        current = NULL;
+    if (thread_default == c) {
+        thread_default = NULL;
+        pthread_setspecific(default_key, NULL);
+    }
+    mki_meta_free(c, c->meta_size);
+}
+
+/* Delete every descendant of @ctx, children before their parents. */
+static void delete_descendants(mk_ctx *ctx)
+{
+    mk_ctx *c = ctx->first_child;
+    while (c) {
+        if (c->first_child) {
+            c = c->first_child;
+            continue;
+        }
+        mk_ctx *parent = c->parent;
+        delete_leaf(c);
+        c = parent == ctx ? ctx->first_child : parent;
+    }
+}
+
+void mk_ctx_reset(mk_ctx *ctx)
+{
+    delete_descendants(ctx);
+    run_callbacks(ctx);
+    mki_kinds[ctx->kind]->reset(ctx, 1);
+}
+
+void mk_ctx_delete(mk_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    delete_descendants(ctx);
+    delete_leaf(ctx);
+}
+
+int mk_ctx_on_reset(mk_ctx *ctx, void (*fn)(void *), void *arg)
+{
+    if (!ctx || !fn) {
+        errno = EINVAL;
+        return -1;
+    }
+    mki_callback *cb = mki_meta_alloc(sizeof *cb);
+    if (!cb)
+        return -1;
+    cb->fn = fn;
+    cb->arg = arg;
+    cb->next = ctx->callbacks;
+    ctx->callbacks = cb;
+    return 0;
+}
+
+const char *mk_ctx_name(const mk_ctx *ctx) { return ctx->name; }
+mk_ctx *mk_ctx_parent(const mk_ctx *ctx) { return ctx->parent; }
+mk_kind mk_ctx_kind(const mk_ctx *ctx) { return (mk_kind)ctx->kind; }
+
+void mk_ctx_set_owner(mk_ctx *ctx)
+{
+    uintptr_t tid = mki_tid();
+    ctx->owner_tid = tid;
+    mki_kinds[ctx->kind]->set_owner(ctx, tid);
+}
+
+/* ---- the current context -------------------------------------------------- */
+
+/* At thread exit the default context goes if it holds nothing; if chunks
+ * are still live, other threads may hold them, so it stays (its memory is
+ * reachable from mk_ctx_of of those chunks; thread heaps will adopt it). */
+static void default_destructor(void *arg)
+{
+    mk_ctx *c = arg;
+    mk_stats st;
+    mki_kinds[c->kind]->collect(c);
+    if (mk_ctx_stats(c, &st, 1) == 0 && st.chunks == 0 &&
+        atomic_load(&c->remote) == NULL)
+        mk_ctx_delete(c);
+}
+
+static void default_key_init(void)
+{
+    pthread_key_create(&default_key, default_destructor);
+}
+
+mk_ctx *mk_ctx_current(void)
+{
+    if (current)
+        return current;
+    if (!thread_default) {
+        pthread_once(&default_once, default_key_init);
+        thread_default = mk_ctx_new(NULL, "thread", MK_GENERAL, NULL);
+        if (thread_default)
+            pthread_setspecific(default_key, thread_default);
+    }
+    return thread_default;
+}
+
+mk_ctx *mk_ctx_switch(mk_ctx *ctx)
+{
+    mk_ctx *prev = mk_ctx_current();
+    current = ctx;
+    return prev;
+}

@@ -1,0 +1,485 @@
+/*
+ * general.c - the GENERAL context kind: any size, individual free, realloc.
+ * PostgreSQL's AllocSet plays this role; memkit's version keeps no chunk
+ * header at all.
+ *
+ * Data structure: for each of the 42 size classes, a list of pages holding
+ * chunks of that class.  The head of a list is the *current* page, the one
+ * the fast path pops from (mk_alloc in chunk.c); the slot of a class with no
+ * page points at mki_page_empty so the fast path never tests for NULL.
+ * Pages with no free chunk move to the `full` list and leave the fast free
+ * path (their fast_tid is 0) so that the first chunk freed into them brings
+ * them back to their class list.  Chunks above 32 KiB get a page of their
+ * own (`large`), above 1 MiB a segment of their own (huge).
+ *
+ * Invariants:
+ *  - a page's `used` counts its live chunks, plus one while it is current
+ *    (the pin): so `--used == 0` in the fast free path can only happen on a
+ *    non-current page, which is then given back at once, while the current
+ *    page of a class never bounces between empty and new (the alloc/free
+ *    ping-pong of a single object costs no page traffic);
+ *  - the free list of a page holds only that page's chunks; never-used
+ *    chunks beyond `extend` are threaded onto it one OS page at a time, so
+ *    a new page is touched only as far as it is used;
+ *  - chunks freed by other threads wait on the context's atomic `remote`
+ *    list and are collected by the owner on the allocation slow path.
+ *
+ * Trade-offs: one context holds a page per class it uses, which is why
+ * first pages are 1 KiB and grow with the context (sizeclass.c); per-class
+ * pages waste less than a header per chunk once a class has more than a few
+ * chunks, and cost more for a context that holds one chunk of each of many
+ * sizes.
+ */
+#include "../internal.h"
+#include "../page/sizeclass.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define NHI (MKI_NCLASS - MKI_NCLASS_DIRECT)
+
+static mki_general *gen(mk_ctx *ctx) { return (mki_general *)ctx; }
+
+/* The list head for class @c; NULL only if the table of the classes above
+ * 1 KiB could not be allocated. */
+static mki_page **slot_of(mki_general *g, unsigned c)
+{
+    if (c < MKI_NCLASS_DIRECT)
+        return &g->cls[c];
+    if (!g->cls_hi) {
+        g->cls_hi = mki_meta_alloc(sizeof(mki_page *) * NHI);
+        if (!g->cls_hi)
+            return NULL;
+        for (unsigned i = 0; i < NHI; i++)
+            g->cls_hi[i] = &mki_page_empty;
+    }
+    return &g->cls_hi[c - MKI_NCLASS_DIRECT];
+}
+
+/* ---- page lists ------------------------------------------------------------
+ * Class lists end in NULL and an empty list is &mki_page_empty; the full and
+ * large lists use NULL for empty. */
+
+static void dlist_push(mki_page **head, mki_page *pg)
+{
+    pg->prev = NULL;
+    pg->next = *head;
+    if (*head)
+        (*head)->prev = pg;
+    *head = pg;
+}
+
+static void dlist_remove(mki_page **head, mki_page *pg)
+{
+    if (pg->prev)
+        pg->prev->next = pg->next;
+    else
+        *head = pg->next;
+    if (pg->next)
+        pg->next->prev = pg->prev;
+    pg->next = pg->prev = NULL;
+}
+
+/* Make @pg the current page of an empty class list. */
+static void make_current(mki_page **slot, mki_page *pg)
+{
+    pg->next = pg->prev = NULL;
+    pg->flags |= MKI_PF_CURRENT;
+    pg->used++; /* the pin */
+    *slot = pg;
+}
+
+/* The current page has no free chunk: move it to the full list and let
+ * the next page of the class become current. */
+static void retire_full(mki_general *g, mki_page **slot, mki_page *pg)
+{
+    mki_page *next = pg->next;
+    pg->flags = MKI_PF_FULL;
+    pg->used--; /* unpin: all chunks are live, so used > 0 */
+    mki_page_set_tid(pg, 0);
+    dlist_push(&g->full, pg);
+    if (next) {
+        next->prev = NULL;
+        next->flags |= MKI_PF_CURRENT;
+        next->used++;
+        *slot = next;
+    } else {
+        *slot = &mki_page_empty;
+    }
+}
+
+/* A non-current page whose last chunk was freed: give it back. */
+static void general_page_empty(mki_page *pg)
+{
+    mki_general *g = gen(pg->ctx);
+    /* not current, so not the head of its class list: unlink in place */
+    pg->prev->next = pg->next;
+    if (pg->next)
+        pg->next->prev = pg->prev;
+    g->page_bytes -= pg->size;
+    mki_segment_page_release(pg);
+}
+
+/* Thread the next OS page worth of never-used chunks onto the free list
+ * (at least one chunk).  Pre: pg->free == NULL, pg->extend < pg->end. */
+static void page_extend(mki_page *pg)
+{
+    size_t sz = pg->chunk_size;
+    char *first = pg->extend;
+    size_t n = MKI_OS_PAGE / sz;
+    size_t left = (size_t)(pg->end - first) / sz;
+    if (n == 0)
+        n = 1;
+    if (n > left)
+        n = left;
+    char *last = first + (n - 1) * sz;
+    for (char *q = first; q < last; q += sz)
+        *(void **)q = q + sz;
+    *(void **)last = NULL;
+    pg->free = first;
+    pg->extend = last + sz;
+}
+
+static mki_page *page_new(mki_general *g, unsigned c)
+{
+    uint32_t units = mki_class_page_units(c, g->page_bytes);
+    mki_page *pg = mki_segment_page_alloc(units, (size_t)units * MKI_UNIT);
+    if (!pg)
+        return NULL;
+    uint32_t sz = mki_class_size[c];
+    pg->kind = MKI_PAGE_SMALL;
+    pg->cls = (uint8_t)c;
+    pg->chunk_size = sz;
+    pg->capacity = (uint32_t)(pg->size / sz);
+    pg->extend = pg->start;
+    pg->end = pg->start + (size_t)pg->capacity * sz;
+    pg->ctx = &g->base;
+    mki_page_set_tid(pg, g->base.owner_tid);
+    g->page_bytes += pg->size;
+    return pg;
+}
+
+static void *pop(mki_page *pg)
+{
+    void *b = pg->free;
+    pg->free = *(void **)b;
+    pg->used++;
+    return b;
+}
+
+/* Allocate a chunk of class @c: the slow path of mk_alloc, and the only
+ * path for classes above 1 KiB. */
+static void *class_alloc(mki_general *g, unsigned c)
+{
+    mki_page **slot = slot_of(g, c);
+    if (!slot) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    mki_page *pg = *slot;
+    if (MKI_LIKELY(pg->free != NULL))
+        return pop(pg);
+    if (atomic_load_explicit(&g->base.remote, memory_order_relaxed))
+        mki_general_collect(&g->base);
+    while ((pg = *slot) != &mki_page_empty) {
+        if (!pg->free && pg->extend < pg->end)
+            page_extend(pg);
+        if (pg->free)
+            return pop(pg);
+        retire_full(g, slot, pg);
+    }
+    pg = page_new(g, c);
+    if (!pg)
+        return NULL;
+    make_current(slot, pg);
+    page_extend(pg);
+    return pop(pg);
+}
+
+static void *large_alloc(mki_general *g, size_t size, size_t align)
+{
+    mki_page *pg;
+    size_t body = (size + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
+    if (size <= MKI_LARGE_MAX && align <= MKI_PAGE_MAX) {
+        size_t units = body >> MKI_UNIT_SHIFT;
+        if (units < (align >> MKI_UNIT_SHIFT))
+            units = align >> MKI_UNIT_SHIFT;
+        if (units <= MKI_PAGE_MAX_UNITS) {
+            size_t p2 = 1;
+            while (p2 < units)
+                p2 <<= 1;
+            units = p2;
+        } else {
+            units = (units + 63) & ~(size_t)63;
+        }
+        pg = mki_segment_page_alloc((uint32_t)units, body);
+        if (!pg)
+            return NULL;
+        pg->kind = MKI_PAGE_LARGE;
+        pg->end = pg->start + body;
+    } else {
+        pg = mki_segment_huge_alloc(size, align);
+        if (!pg)
+            return NULL;
+    }
+    pg->ctx = &g->base;
+    mki_page_set_tid(pg, 0);
+    pg->used = 1;
+    pg->capacity = 1;
+    dlist_push(&g->large, pg);
+    return pg->start;
+}
+
+void *mki_general_alloc_slow(mki_general *g, size_t size)
+{
+    if (size <= MKI_SMALL_MAX)
+        return class_alloc(g, mki_class_of(size));
+    if (size > MKI_SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return large_alloc(g, size, 0);
+}
+
+static void *general_alloc(mk_ctx *ctx, size_t size)
+{
+    return mki_general_alloc_slow(gen(ctx), size);
+}
+
+static void *general_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
+{
+    mki_general *g = gen(ctx);
+    if (size > MKI_SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (size <= MKI_SMALL_MAX && align <= MKI_SMALL_MAX) {
+        /* A class whose size is a multiple of align: its pages are aligned
+         * to their (power-of-two) size, which is >= the chunk size. */
+        for (unsigned c = mki_class_of(size); c < MKI_NCLASS; c++)
+            if (mki_class_size[c] % align == 0)
+                return class_alloc(g, c);
+    }
+    return large_alloc(g, size, align);
+}
+
+/* ---- freeing (owner thread) ---------------------------------------------- */
+
+static void general_free(mki_page *pg, void *p)
+{
+    mki_general *g = gen(pg->ctx);
+    if (pg->kind == MKI_PAGE_LARGE || pg->kind == MKI_PAGE_HUGE) {
+        dlist_remove(&g->large, pg);
+        if (pg->kind == MKI_PAGE_LARGE)
+            mki_segment_page_release(pg);
+        else
+            mki_segment_huge_release(pg);
+        return;
+    }
+    mki_page_push(pg, p);
+    pg->used--;
+    if (pg->flags & MKI_PF_FULL) {
+        /* back from the full list to its class, behind the current page */
+        dlist_remove(&g->full, pg);
+        pg->flags &= (uint8_t)~MKI_PF_FULL;
+        mki_page_set_tid(pg, g->base.owner_tid);
+        mki_page **slot = slot_of(g, pg->cls);
+        if (*slot == &mki_page_empty) {
+            make_current(slot, pg);
+            return;
+        }
+        mki_page *head = *slot;
+        pg->prev = head;
+        pg->next = head->next;
+        if (head->next)
+            head->next->prev = pg;
+        head->next = pg;
+    }
+    if (pg->used == 0)
+        general_page_empty(pg);
+}
+
+void mki_general_collect(mk_ctx *ctx)
+{
+    void *list = atomic_exchange_explicit(&ctx->remote, NULL,
+                                          memory_order_acquire);
+    while (list) {
+        void *next = *(void **)list;
+        mki_page *pg = mki_page_of(list);
+        if (pg->kind == MKI_PAGE_SMALL && !(pg->flags & MKI_PF_FULL)) {
+            mki_page_push(pg, list);
+            if (--pg->used == 0)
+                general_page_empty(pg);
+        } else {
+            general_free(pg, list);
+        }
+        list = next;
+    }
+}
+
+/* ---- realloc, sizes ------------------------------------------------------- */
+
+static size_t general_usable_size(const mki_page *pg, const void *p)
+{
+    (void)p;
+    if (pg->kind == MKI_PAGE_SMALL)
+        return pg->chunk_size;
+    return (size_t)(pg->end - pg->start);
+}
+
+static void *general_realloc(mki_page *pg, void *p, size_t size)
+{
+    size_t old = general_usable_size(pg, p);
+    if (size <= old) {
+        /* keep it unless that would waste more than half */
+        if (size >= old / 2 ||
+            (pg->kind == MKI_PAGE_SMALL && size <= MKI_SMALL_MAX &&
+             mki_class_of(size) == pg->cls))
+            return p;
+    }
+    void *q = mk_alloc(pg->ctx, size);
+    if (!q)
+        return NULL;
+    memcpy(q, p, size < old ? size : old);
+    mk_free(p);
+    return q;
+}
+
+/* ---- reset, delete, statistics ------------------------------------------- */
+
+typedef void (*page_fn)(mki_page *pg, void *arg);
+
+/* Call @fn on every page of @g (safe against @fn releasing the page). */
+static void each_page(mki_general *g, page_fn fn, void *arg)
+{
+    for (unsigned c = 0; c < MKI_NCLASS; c++) {
+        if (c >= MKI_NCLASS_DIRECT && !g->cls_hi)
+            break;
+        mki_page *pg = c < MKI_NCLASS_DIRECT ? g->cls[c]
+                                             : g->cls_hi[c - MKI_NCLASS_DIRECT];
+        if (pg == &mki_page_empty)
+            continue;
+        while (pg) {
+            mki_page *next = pg->next;
+            fn(pg, arg);
+            pg = next;
+        }
+    }
+    for (mki_page *pg = g->full, *next; pg; pg = next) {
+        next = pg->next;
+        fn(pg, arg);
+    }
+    for (mki_page *pg = g->large, *next; pg; pg = next) {
+        next = pg->next;
+        fn(pg, arg);
+    }
+}
+
+static void pick_keeper(mki_page *pg, void *arg)
+{
+    mki_page **keep = arg;
+    if (pg->kind == MKI_PAGE_SMALL && (!*keep || pg->size > (*keep)->size))
+        *keep = pg;
+}
+
+static void release_unless(mki_page *pg, void *arg)
+{
+    if (pg == arg)
+        return;
+    if (pg->kind == MKI_PAGE_HUGE)
+        mki_segment_huge_release(pg);
+    else
+        mki_segment_page_release(pg);
+}
+
+static void general_reset(mk_ctx *ctx, int keep_one)
+{
+    mki_general *g = gen(ctx);
+    /* chunks queued by other threads die with their pages */
+    atomic_store_explicit(&ctx->remote, NULL, memory_order_relaxed);
+    mki_page *keep = NULL;
+    if (keep_one)
+        each_page(g, pick_keeper, &keep);
+    each_page(g, release_unless, keep);
+    for (unsigned c = 0; c < MKI_NCLASS_DIRECT; c++)
+        g->cls[c] = &mki_page_empty;
+    if (g->cls_hi)
+        for (unsigned c = 0; c < NHI; c++)
+            g->cls_hi[c] = &mki_page_empty;
+    g->full = g->large = NULL;
+    g->page_bytes = 0;
+    if (keep) {
+        keep->free = NULL;
+        keep->extend = keep->start;
+        keep->used = 0;
+        keep->flags = 0;
+        mki_page_set_tid(keep, ctx->owner_tid);
+        make_current(slot_of(g, keep->cls), keep);
+        g->page_bytes = keep->size;
+    }
+}
+
+static void general_destroy(mk_ctx *ctx)
+{
+    mki_general *g = gen(ctx);
+    general_reset(ctx, 0);
+    mki_meta_free(g->cls_hi, sizeof(mki_page *) * NHI);
+    g->cls_hi = NULL;
+}
+
+static void add_stats(mki_page *pg, void *arg)
+{
+    mk_stats *out = arg;
+    out->blocks++;
+    out->bytes_reserved += pg->size;
+    if (pg->kind == MKI_PAGE_SMALL) {
+        size_t live = pg->used - ((pg->flags & MKI_PF_CURRENT) ? 1u : 0u);
+        out->chunks += live;
+        out->bytes_used += live * pg->chunk_size;
+    } else {
+        out->chunks += 1;
+        out->bytes_used += (size_t)(pg->end - pg->start);
+    }
+}
+
+static void general_stats(const mk_ctx *ctx, mk_stats *out)
+{
+    each_page(gen((mk_ctx *)ctx), add_stats, out);
+}
+
+static void set_tid(mki_page *pg, void *arg)
+{
+    if (pg->kind == MKI_PAGE_SMALL && !(pg->flags & MKI_PF_FULL))
+        mki_page_set_tid(pg, *(uintptr_t *)arg);
+}
+
+static void general_set_owner(mk_ctx *ctx, uintptr_t tid)
+{
+    each_page(gen(ctx), set_tid, &tid);
+}
+
+static int general_init(mk_ctx *ctx, const mk_ctx_opts *opts)
+{
+    (void)opts;
+    mki_general *g = gen(ctx);
+    for (unsigned c = 0; c < MKI_NCLASS_DIRECT; c++)
+        g->cls[c] = &mki_page_empty;
+    return 0;
+}
+
+const mki_kind_ops mki_general_ops = {
+    .name = "general",
+    .ctx_size = sizeof(mki_general),
+    .init = general_init,
+    .destroy = general_destroy,
+    .alloc = general_alloc,
+    .alloc_aligned = general_alloc_aligned,
+    .free = general_free,
+    .page_empty = general_page_empty,
+    .collect = mki_general_collect,
+    .realloc = general_realloc,
+    .usable_size = general_usable_size,
+    .reset = general_reset,
+    .stats = general_stats,
+    .set_owner = general_set_owner,
+};

@@ -1,0 +1,72 @@
+/*
+ * os.h - the OS contract: how memkit gets address space and gives it back.
+ *
+ * Every request for memory from the kernel goes through these five calls,
+ * so that accounting (reserved / committed bytes) and failure injection have
+ * one home.  The layer knows *how* to return memory; purge.c decides *when*.
+ *
+ * Terms: to reserve is to obtain address space; to commit is to declare a
+ * range usable (it may become resident when touched); to decommit is to let
+ * the kernel drop a committed range's pages (contents are lost) while the
+ * address space stays reserved; to release is to give the address space back.
+ *
+ * On Linux a reservation is mapped read-write with MAP_NORESERVE, so commit
+ * costs no system call: it is bookkeeping (and the failure-injection point).
+ * Decommit is madvise(MADV_DONTNEED) or MADV_FREE as the caller chooses.
+ */
+#ifndef MKI_OS_H
+#define MKI_OS_H
+
+#include <stddef.h>
+
+/* How mki_os_decommit gives pages back. */
+enum mki_os_purge {
+    MKI_OS_DONTNEED = 0, /* pages dropped at once; RSS falls now */
+    MKI_OS_FREE = 1      /* kernel may drop them lazily (MADV_FREE) */
+};
+
+/*
+ * Reserve @size bytes (a multiple of the OS page) aligned to @align (a power
+ * of two, at least the OS page).  Pre: size > 0.  Returns the address, or
+ * NULL (errno ENOMEM) on failure or injected failure.  Counts as reserved,
+ * not committed.
+ */
+void *mki_os_reserve(size_t size, size_t align);
+
+/*
+ * Give back a reservation made by mki_os_reserve (the whole of it, or an
+ * OS-page-aligned part).  Committed bytes inside must have been decommitted
+ * first or be passed as @committed so the counters stay right.  Never fails.
+ */
+void mki_os_release(void *p, size_t size, size_t committed);
+
+/*
+ * Declare [p, p+size) usable.  Pre: inside a reservation, OS-page aligned
+ * unless the caller counts sub-page units itself.  Returns 0, or -1 on
+ * (injected) failure, in which case nothing changed.
+ */
+int mki_os_commit(void *p, size_t size);
+
+/*
+ * Let the kernel take the pages of [p, p+size) (OS-page aligned) back;
+ * @account is how many committed bytes this removes from the counter (the
+ * caller may decommit ranges it only partly counted).  Never fails.
+ */
+void mki_os_decommit(void *p, size_t size, size_t account, int how);
+
+/* Monotonic time in nanoseconds (purge delays). */
+unsigned long long mki_os_now_ns(void);
+
+/* Counters (relaxed atomics; exact when no other thread is allocating). */
+size_t mki_os_reserved(void);
+size_t mki_os_committed(void);
+size_t mki_os_calls(void);
+
+/*
+ * Failure injection for tests: the @n-th OS request from now (reserve or
+ * commit; 1 = the next one) fails.  With @repeat non-zero every request from
+ * the n-th on fails.  n = 0 switches injection off.
+ */
+void mki_os_fail_at(long n, int repeat);
+
+#endif /* MKI_OS_H */

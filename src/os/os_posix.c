@@ -1,0 +1,125 @@
+/*
+ * os_posix.c - the OS contract (os.h) on Linux/POSIX: mmap, munmap, madvise.
+ *
+ * Aligned reservations over-map by the alignment and unmap the two ends,
+ * which costs one extra munmap but never leaves a hole that a later call
+ * must search.  Counters are relaxed atomics: they feed statistics and tests,
+ * never decisions that need ordering.
+ *
+ * Trade-off: read-write MAP_NORESERVE reservations make commit free of
+ * system calls (the kernel commits on first touch).  On a system with strict
+ * overcommit accounting a PROT_NONE reservation plus mprotect on commit
+ * would be kinder; that variant would live here and nowhere else.
+ */
+
+#include "os.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#ifndef MAP_NORESERVE
+#define MAP_NORESERVE 0
+#endif
+
+static _Atomic size_t reserved_bytes;
+static _Atomic size_t committed_bytes;
+static _Atomic size_t os_calls;
+static _Atomic long fail_countdown; /* 0: off; 1: the next request fails */
+static _Atomic int fail_repeat;
+
+void mki_os_fail_at(long n, int repeat)
+{
+    atomic_store(&fail_repeat, repeat);
+    atomic_store(&fail_countdown, n);
+}
+
+/* One OS request is about to be made: does injection say it fails? */
+static int injected_failure(void)
+{
+    long n = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+    if (n <= 0)
+        return 0;
+    if (n == 1) {
+        if (!atomic_load(&fail_repeat))
+            atomic_store(&fail_countdown, 0);
+        return 1;
+    }
+    atomic_fetch_sub(&fail_countdown, 1);
+    return 0;
+}
+
+void *mki_os_reserve(size_t size, size_t align)
+{
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    if (injected_failure() || size + align < size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t span = size + align;
+    char *p = mmap(NULL, span, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    uintptr_t a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+    size_t head = a - (uintptr_t)p;
+    size_t tail = span - head - size;
+    if (head)
+        munmap(p, head);
+    if (tail)
+        munmap((char *)a + size, tail);
+    atomic_fetch_add_explicit(&reserved_bytes, size, memory_order_relaxed);
+    return (void *)a;
+}
+
+void mki_os_release(void *p, size_t size, size_t committed)
+{
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    munmap(p, size);
+    atomic_fetch_sub_explicit(&reserved_bytes, size, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&committed_bytes, committed,
+                              memory_order_relaxed);
+}
+
+int mki_os_commit(void *p, size_t size)
+{
+    (void)p;
+    if (injected_failure()) {
+        errno = ENOMEM;
+        return -1;
+    }
+    atomic_fetch_add_explicit(&committed_bytes, size, memory_order_relaxed);
+    return 0;
+}
+
+void mki_os_decommit(void *p, size_t size, size_t account, int how)
+{
+    if (size) {
+        atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+#ifdef MADV_FREE
+        int advice = how == MKI_OS_FREE ? MADV_FREE : MADV_DONTNEED;
+#else
+        int advice = MADV_DONTNEED;
+        (void)how;
+#endif
+        if (madvise(p, size, advice) != 0 && advice != MADV_DONTNEED)
+            madvise(p, size, MADV_DONTNEED); /* old kernel: no MADV_FREE */
+    }
+    atomic_fetch_sub_explicit(&committed_bytes, account, memory_order_relaxed);
+}
+
+size_t mki_os_reserved(void) { return atomic_load(&reserved_bytes); }
+size_t mki_os_committed(void) { return atomic_load(&committed_bytes); }
+size_t mki_os_calls(void) { return atomic_load(&os_calls); }
+
+unsigned long long mki_os_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ull +
+           (unsigned long long)ts.tv_nsec;
+}

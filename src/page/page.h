@@ -1,0 +1,63 @@
+/*
+ * page.h - the inline heart of memkit: owner lookup from a pointer, the
+ * calling thread's identity, and the free-list operations of a page.
+ * Everything here is a handful of instructions with no atomic operation,
+ * no lock and no call; anything rarer lives out of line in the callers.
+ */
+#ifndef MKI_PAGE_H
+#define MKI_PAGE_H
+
+#include "../types.h"
+
+/* A descriptor that never has a free chunk: the class slot of a context
+ * that holds no page of that class points here, so the fast path needs no
+ * NULL test (its fast_tid is 0, so no free ever reaches it). */
+extern mki_page mki_page_empty;
+
+/* The segment holding chunk @p (see types.h for why p - 1). */
+MKI_INLINE mki_segment *mki_segment_of(const void *p)
+{
+    return (mki_segment *)(((uintptr_t)p - 1) & ~(uintptr_t)MKI_SEG_MASK);
+}
+
+/* The page descriptor of chunk @p: a mask and one load. */
+MKI_INLINE mki_page *mki_page_of(const void *p)
+{
+    return mki_segment_of(p)
+        ->map[((uintptr_t)p >> MKI_UNIT_SHIFT) & (MKI_UNITS - 1)];
+}
+
+/* An identity of the calling thread, unique among live threads: the thread
+ * pointer (one register read on x86-64 and AArch64). */
+MKI_INLINE uintptr_t mki_tid(void)
+{
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__))
+    return (uintptr_t)__builtin_thread_pointer();
+#else
+    static _Thread_local char anchor;
+    return (uintptr_t)&anchor;
+#endif
+}
+
+/* The thread whose frees may take the fast path (relaxed: any thread may
+ * read it, only the owner writes it, and a reader only tests it against its
+ * own identity, which no value it might see can spuriously equal). */
+MKI_INLINE uintptr_t mki_page_tid(mki_page *pg)
+{
+    return atomic_load_explicit(&pg->fast_tid, memory_order_relaxed);
+}
+
+MKI_INLINE void mki_page_set_tid(mki_page *pg, uintptr_t tid)
+{
+    atomic_store_explicit(&pg->fast_tid, tid, memory_order_relaxed);
+}
+
+/* Push a free chunk (the free list is threaded through the chunks' first
+ * word; a chunk is at least 8 bytes). */
+MKI_INLINE void mki_page_push(mki_page *pg, void *p)
+{
+    *(void **)p = pg->free;
+    pg->free = p;
+}
+
+#endif /* MKI_PAGE_H */

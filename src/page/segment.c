@@ -1,0 +1,475 @@
+/*
+ * segment.c - segments and the pages cut from them: the shared page pool.
+ *
+ * A segment is 4 MiB of address space at a 4 MiB boundary.  Its header
+ * holds two bitmaps over its 4096 units of 1 KiB (handed out; committed)
+ * and the page map: for every unit, the descriptor of the page covering it.
+ * The map is what makes owner lookup a mask and a load (page.h).
+ *
+ * Pages are runs of 2^k units (k <= 6) aligned to their own size, so the
+ * search for a free run looks at one 64-bit word at a time: a few shifts
+ * find every aligned free run of 2^k bits in a word.  Large chunks take runs
+ * of whole words (multiples of 64 KiB).  Alignment to the run size is what
+ * gives mk_alloc_aligned its alignment for free.
+ *
+ * Segments sit on three lists: `avail` (some units free), `full`, and
+ * `empty` (every data unit free).  An empty segment is kept for reuse until
+ * it has been empty for purge_delay_ms, then released to the OS; mk_trim()
+ * releases them at once and also decommits free OS pages inside partly used
+ * segments.  Freed units of a partly used segment stay committed until then
+ * (the purge policy of a later layer decides more; see docs/DESIGN.md).
+ *
+ * Huge chunks (> 1 MiB, or aligned beyond 64 KiB) get a segment of their
+ * own whose header is one OS page (its map entry precedes the chunk).
+ *
+ * One mutex guards the pool.  It is taken once per page (1..64 KiB of
+ * chunks), never per chunk; per-thread pools are the plan for scaling
+ * (docs/DESIGN.md, "Ready for threads").
+ */
+#include "../internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
+static mki_segment *avail_list, *full_list, *empty_list;
+static _Atomic size_t segment_count;
+
+/* Registry of segment bases for the checking build's foreign-pointer test:
+ * a small open-addressing set keyed by segment number, guarded by
+ * arena_lock for writers and read under it too (checks are slow anyway). */
+#define REG_CAP 65536u
+static uintptr_t *registry;
+
+mki_page mki_page_empty; /* all zero: no free chunk, fast_tid 0 */
+
+static void arena_init(void) { mki_options_init(); }
+
+/* ---- unit bitmap ---------------------------------------------------------- */
+
+/* Bits at every multiple of 2^k within a word. */
+static const uint64_t run_starts[7] = {
+    ~0ull,
+    0x5555555555555555ull,
+    0x1111111111111111ull,
+    0x0101010101010101ull,
+    0x0001000100010001ull,
+    0x0000000100000001ull,
+    0x0000000000000001ull,
+};
+
+/* First unit of a free run of 2^k units aligned to 2^k, or -1. */
+static int find_aligned_run(const uint64_t *used, unsigned k)
+{
+    unsigned n = 1u << k;
+    for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++) {
+        uint64_t word = used[w];
+        if (word == ~0ull)
+            continue;
+        uint64_t free = ~word;
+        /* after the loop bit i is set iff units i .. i+n-1 are all free */
+        for (unsigned s = 1; s < n; s <<= 1)
+            free &= free >> s;
+        free &= run_starts[k];
+        if (free)
+            return (int)(w * 64 + (unsigned)__builtin_ctzll(free));
+    }
+    return -1;
+}
+
+/* First unit of @nw consecutive free words, or -1. */
+static int find_word_run(const uint64_t *used, unsigned nw)
+{
+    unsigned run = 0;
+    for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++) {
+        run = used[w] == 0 ? run + 1 : 0;
+        if (run == nw)
+            return (int)((w + 1 - nw) * 64);
+    }
+    return -1;
+}
+
+static void bits_set(uint64_t *bits, unsigned first, unsigned n, int on)
+{
+    while (n) {
+        unsigned w = first / 64, b = first % 64;
+        unsigned take = 64 - b < n ? 64 - b : n;
+        uint64_t mask = take == 64 ? ~0ull : ((1ull << take) - 1) << b;
+        if (on)
+            bits[w] |= mask;
+        else
+            bits[w] &= ~mask;
+        first += take;
+        n -= take;
+    }
+}
+
+static int bit_get(const uint64_t *bits, unsigned i)
+{
+    return (int)((bits[i / 64] >> (i % 64)) & 1);
+}
+
+/* ---- lists ---------------------------------------------------------------- */
+
+static void list_remove(mki_segment **head, mki_segment *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        *head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->next = s->prev = NULL;
+}
+
+static void list_push(mki_segment **head, mki_segment *s)
+{
+    s->prev = NULL;
+    s->next = *head;
+    if (*head)
+        (*head)->prev = s;
+    *head = s;
+}
+
+static mki_segment **list_of(mki_segment *s)
+{
+    if (s->free_units == 0)
+        return &full_list;
+    if (s->free_units == MKI_UNITS - MKI_SEG_HEADER_UNITS)
+        return &empty_list;
+    return &avail_list;
+}
+
+/* ---- registry (checking build) ------------------------------------------- */
+
+static void registry_put(uintptr_t base, int add)
+{
+    if (!MK_CONFIG_CHECK)
+        return;
+    if (!registry) {
+        registry = mki_os_reserve(REG_CAP * sizeof(uintptr_t), MKI_OS_PAGE);
+        if (!registry)
+            return; /* checks then treat every pointer as foreign */
+    }
+    uintptr_t key = base >> MKI_SEG_SHIFT;
+    size_t i = (size_t)(key * 0x9E3779B97F4A7C15ull) % REG_CAP;
+    for (size_t n = 0; n < REG_CAP; n++, i = (i + 1) % REG_CAP) {
+        if (add && (registry[i] == 0 || registry[i] == 1)) {
+            registry[i] = key;
+            return;
+        }
+        if (!add && registry[i] == key) {
+            registry[i] = 1; /* tombstone */
+            return;
+        }
+        if (registry[i] == 0)
+            return;
+    }
+}
+
+int mki_segment_owns(const void *p)
+{
+    if (!registry || !p)
+        return 0;
+    uintptr_t key = ((uintptr_t)p - 1) >> MKI_SEG_SHIFT;
+    int found = 0;
+    pthread_mutex_lock(&arena_lock);
+    size_t i = (size_t)(key * 0x9E3779B97F4A7C15ull) % REG_CAP;
+    for (size_t n = 0; n < REG_CAP; n++, i = (i + 1) % REG_CAP) {
+        if (registry[i] == key) {
+            found = 1;
+            break;
+        }
+        if (registry[i] == 0)
+            break;
+    }
+    pthread_mutex_unlock(&arena_lock);
+    return found;
+}
+
+/* ---- segments ------------------------------------------------------------- */
+
+static size_t committed_units_bytes(const mki_segment *s)
+{
+    size_t n = 0;
+    for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++)
+        n += (size_t)__builtin_popcountll(s->committed[w]);
+    return n * MKI_UNIT;
+}
+
+static mki_segment *segment_new(void)
+{
+    mki_segment *s = mki_os_reserve(MKI_SEG_SIZE, MKI_SEG_SIZE);
+    if (!s)
+        return NULL;
+    size_t header = MKI_SEG_HEADER_UNITS * MKI_UNIT;
+    if (mki_os_commit(s, header) != 0) {
+        mki_os_release(s, MKI_SEG_SIZE, 0);
+        return NULL;
+    }
+    /* fresh mappings are zero: only the non-zero fields are written */
+    s->magic = MKI_SEG_MAGIC;
+    s->kind = MKI_SEG_NORMAL;
+    s->size = MKI_SEG_SIZE;
+    s->base = s;
+    s->free_units = MKI_UNITS - MKI_SEG_HEADER_UNITS;
+    s->max_run_hint = MKI_UNITS;
+    bits_set(s->used, 0, MKI_SEG_HEADER_UNITS, 1);
+    bits_set(s->committed, 0, MKI_SEG_HEADER_UNITS, 1);
+    registry_put((uintptr_t)s, 1);
+    atomic_fetch_add_explicit(&segment_count, 1, memory_order_relaxed);
+    return s;
+}
+
+static void segment_release(mki_segment *s)
+{
+    registry_put((uintptr_t)s, 0);
+    atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
+    mki_os_release(s, MKI_SEG_SIZE, committed_units_bytes(s));
+}
+
+/* Decommit the OS pages lying wholly in free units of @s; returns bytes. */
+static size_t segment_decommit_free(mki_segment *s)
+{
+    size_t total = 0;
+    const unsigned per = MKI_OS_PAGE / MKI_UNIT; /* units per OS page */
+    unsigned first = 0, run = 0;
+    for (unsigned u = 0; u <= MKI_UNITS; u += per) {
+        int candidate = 0;
+        if (u < MKI_UNITS) {
+            uint64_t used = (s->used[u / 64] >> (u % 64)) & ((1u << per) - 1);
+            uint64_t com = (s->committed[u / 64] >> (u % 64)) & ((1u << per) - 1);
+            candidate = used == 0 && com != 0;
+        }
+        if (candidate) {
+            if (!run)
+                first = u;
+            run += per;
+            continue;
+        }
+        if (run) {
+            size_t account = 0;
+            for (unsigned i = first; i < first + run; i++)
+                account += bit_get(s->committed, i) ? MKI_UNIT : 0;
+            mki_os_decommit((char *)s + (size_t)first * MKI_UNIT,
+                            (size_t)run * MKI_UNIT, account, MKI_OS_DONTNEED);
+            bits_set(s->committed, first, run, 0);
+            total += account;
+            run = 0;
+        }
+    }
+    return total;
+}
+
+/* Release segments that have been empty longer than the purge delay.
+ * Called with arena_lock held, on page-release slow paths. */
+static void purge_expired(void)
+{
+    long delay = mki_option(MKI_OPT_PURGE_DELAY_MS);
+    if (delay < 0 || !empty_list)
+        return;
+    unsigned long long now = delay ? mki_os_now_ns() : 0;
+    mki_segment *s = empty_list, *next;
+    for (; s; s = next) {
+        next = s->next;
+        if (delay == 0 ||
+            now - s->empty_since_ns >= (unsigned long long)delay * 1000000ull) {
+            list_remove(&empty_list, s);
+            segment_release(s);
+        }
+    }
+}
+
+/* Commit the not-yet-committed units of [first, first+n); 0 or -1. */
+static int commit_units(mki_segment *s, unsigned first, unsigned n)
+{
+    unsigned u = first, end = first + n;
+    while (u < end) {
+        if (bit_get(s->committed, u)) {
+            u++;
+            continue;
+        }
+        unsigned v = u;
+        while (v < end && !bit_get(s->committed, v))
+            v++;
+        if (mki_os_commit((char *)s + (size_t)u * MKI_UNIT,
+                          (size_t)(v - u) * MKI_UNIT) != 0)
+            return -1; /* units committed so far stay committed: counted */
+        bits_set(s->committed, u, v - u, 1);
+        u = v;
+    }
+    return 0;
+}
+
+static int find_run(mki_segment *s, uint32_t units)
+{
+    if (s->free_units < units || s->max_run_hint < units)
+        return -1;
+    int at;
+    if (units <= 64)
+        at = find_aligned_run(s->used, (unsigned)__builtin_ctz(units));
+    else
+        at = find_word_run(s->used, units / 64);
+    if (at < 0)
+        s->max_run_hint = units - 1; /* no run this long: tighten the bound */
+    return at;
+}
+
+mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
+{
+    pthread_once(&arena_once, arena_init);
+    mki_page *pg = mki_meta_alloc(sizeof(mki_page));
+    if (!pg)
+        return NULL;
+    pthread_mutex_lock(&arena_lock);
+    mki_segment *s = NULL;
+    int at = -1;
+    for (s = avail_list; s; s = s->next)
+        if ((at = find_run(s, units)) >= 0)
+            break;
+    if (at < 0)
+        for (s = empty_list; s; s = s->next)
+            if ((at = find_run(s, units)) >= 0)
+                break;
+    int fresh = 0;
+    if (at < 0) {
+        s = segment_new();
+        if (!s)
+            goto fail;
+        fresh = 1;
+        at = find_run(s, units);
+    }
+    unsigned ncommit = (unsigned)((commit_bytes + MKI_UNIT - 1) / MKI_UNIT);
+    if (commit_units(s, (unsigned)at, ncommit < units ? ncommit : units) != 0) {
+        if (fresh)
+            segment_release(s);
+        goto fail;
+    }
+    if (!fresh)
+        list_remove(list_of(s), s);
+    bits_set(s->used, (unsigned)at, units, 1);
+    s->free_units -= units;
+    list_push(list_of(s), s);
+    for (unsigned i = 0; i < units; i++)
+        s->map[(unsigned)at + i] = pg;
+    pthread_mutex_unlock(&arena_lock);
+
+    pg->seg = s;
+    pg->unit = (uint32_t)at;
+    pg->units = units;
+    pg->size = (size_t)units * MKI_UNIT;
+    pg->start = (char *)s + (size_t)at * MKI_UNIT;
+    return pg;
+
+fail:
+    pthread_mutex_unlock(&arena_lock);
+    mki_meta_free(pg, sizeof(mki_page));
+    errno = ENOMEM;
+    return NULL;
+}
+
+void mki_segment_page_release(mki_page *pg)
+{
+    mki_segment *s = pg->seg;
+    pthread_mutex_lock(&arena_lock);
+    list_remove(list_of(s), s);
+    for (unsigned i = 0; i < pg->units; i++)
+        s->map[pg->unit + i] = NULL;
+    bits_set(s->used, pg->unit, pg->units, 0);
+    s->free_units += pg->units;
+    s->max_run_hint = MKI_UNITS; /* freed units may join a longer run */
+    mki_segment **list = list_of(s);
+    if (list == &empty_list)
+        s->empty_since_ns = mki_option(MKI_OPT_PURGE_DELAY_MS) > 0
+                                ? mki_os_now_ns()
+                                : 0;
+    list_push(list, s);
+    if (list == &empty_list)
+        purge_expired();
+    pthread_mutex_unlock(&arena_lock);
+    pg->kind = MKI_PAGE_FREE;
+    mki_meta_free(pg, sizeof(mki_page));
+}
+
+/* ---- huge chunks ---------------------------------------------------------- */
+
+mki_page *mki_segment_huge_alloc(size_t size, size_t align)
+{
+    pthread_once(&arena_once, arena_init);
+    size_t body = (size + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
+    if (body < size || size > MKI_SIZE_MAX || align > MKI_SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    /* The chunk sits at `off` from the segment start; its map entry (unit
+     * (off / 1 KiB) mod 4096) lies in the header, before the chunk.  An
+     * alignment of a segment or more puts the chunk at the next boundary,
+     * which p - 1 maps back to this header. */
+    size_t off = align < MKI_OS_PAGE ? MKI_OS_PAGE : align;
+    size_t total = off + body;
+    size_t ralign = align > MKI_SEG_SIZE ? align : MKI_SEG_SIZE;
+    mki_segment *s = mki_os_reserve(total, ralign);
+    if (!s)
+        return NULL;
+    char *chunk = (char *)s + off;
+    unsigned unit = (unsigned)(((uintptr_t)chunk >> MKI_UNIT_SHIFT) &
+                               (MKI_UNITS - 1));
+    size_t header = offsetof(mki_segment, map) + sizeof(mki_page *) * (unit + 1);
+    header = (header + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
+    if (mki_os_commit(s, header + body) != 0) {
+        mki_os_release(s, total, 0);
+        return NULL;
+    }
+    s->magic = MKI_SEG_MAGIC;
+    s->kind = MKI_SEG_HUGE;
+    s->size = total;
+    s->base = s;
+    s->huge_committed = header + body;
+    mki_page *pg = &s->huge_page;
+    pg->seg = s;
+    pg->kind = MKI_PAGE_HUGE;
+    pg->start = chunk;
+    pg->size = total;
+    pg->end = chunk + body;
+    pg->zeroed = 1;
+    s->map[unit] = pg;
+    pthread_mutex_lock(&arena_lock);
+    registry_put((uintptr_t)s, 1);
+    pthread_mutex_unlock(&arena_lock);
+    atomic_fetch_add_explicit(&segment_count, 1, memory_order_relaxed);
+    return pg;
+}
+
+void mki_segment_huge_release(mki_page *pg)
+{
+    mki_segment *s = pg->seg;
+    pthread_mutex_lock(&arena_lock);
+    registry_put((uintptr_t)s, 0);
+    pthread_mutex_unlock(&arena_lock);
+    atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
+    mki_os_release(s, s->size, s->huge_committed);
+}
+
+/* ---- trimming and figures ------------------------------------------------- */
+
+size_t mki_segment_trim(void)
+{
+    size_t total = 0;
+    pthread_mutex_lock(&arena_lock);
+    while (empty_list) {
+        mki_segment *s = empty_list;
+        list_remove(&empty_list, s);
+        total += committed_units_bytes(s);
+        segment_release(s);
+    }
+    for (mki_segment *s = avail_list; s; s = s->next)
+        total += segment_decommit_free(s);
+    pthread_mutex_unlock(&arena_lock);
+    return total;
+}
+
+size_t mki_segment_count(void)
+{
+    return atomic_load_explicit(&segment_count, memory_order_relaxed);
+}

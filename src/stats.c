@@ -1,0 +1,109 @@
+/*
+ * stats.c - seeing memory: per-context figures (alone or as a subtree), the
+ * indented tree report, process-wide counters, and mk_trim.
+ *
+ * Figures are computed on demand by walking pages: nothing is counted on the
+ * fast paths.  The cost is O(pages) per context, which is what a statistics
+ * call may cost and a chunk operation may not.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void add(mk_stats *to, const mk_stats *from)
+{
+    to->contexts += from->contexts;
+    to->blocks += from->blocks;
+    to->bytes_reserved += from->bytes_reserved;
+    to->bytes_used += from->bytes_used;
+    to->chunks += from->chunks;
+}
+
+static void one(const mk_ctx *ctx, mk_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->contexts = 1;
+    mki_kinds[ctx->kind]->stats(ctx, out);
+}
+
+/* Pre-order successor of @c within the subtree rooted at @root. */
+static const mk_ctx *next_in(const mk_ctx *c, const mk_ctx *root)
+{
+    if (c->first_child)
+        return c->first_child;
+    while (c != root) {
+        if (c->next_sibling)
+            return c->next_sibling;
+        c = c->parent;
+    }
+    return NULL;
+}
+
+int mk_ctx_stats(const mk_ctx *ctx, mk_stats *out, int recurse)
+{
+    if (!ctx || !out) {
+        errno = EINVAL;
+        return -1;
+    }
+    one(ctx, out);
+    if (recurse) {
+        for (const mk_ctx *c = next_in(ctx, ctx); c; c = next_in(c, ctx)) {
+            mk_stats s;
+            one(c, &s);
+            add(out, &s);
+        }
+    }
+    out->bytes_free = out->bytes_reserved - out->bytes_used;
+    return 0;
+}
+
+static void print_line(FILE *out, int depth, const char *name,
+                       const char *kind, const mk_stats *s)
+{
+    fprintf(out, "%*s%s (%s): %zu blocks, %zu bytes reserved, %zu used, "
+                 "%zu free, %zu chunks\n",
+            depth * 2, "", name, kind, s->blocks, s->bytes_reserved,
+            s->bytes_used, s->bytes_reserved - s->bytes_used, s->chunks);
+}
+
+void mk_ctx_stats_print(const mk_ctx *ctx, FILE *out)
+{
+    if (!ctx || !out)
+        return;
+    mk_stats total = {0};
+    int depth = 0;
+    for (const mk_ctx *c = ctx; c;) {
+        mk_stats s;
+        one(c, &s);
+        add(&total, &s);
+        print_line(out, depth, c->name, mki_kinds[c->kind]->name, &s);
+        /* pre-order walk keeping the depth */
+        if (c->first_child) {
+            c = c->first_child;
+            depth++;
+            continue;
+        }
+        while (c && c != ctx && !c->next_sibling) {
+            c = c->parent;
+            depth--;
+        }
+        c = (c && c != ctx) ? c->next_sibling : NULL;
+    }
+    fprintf(out, "Grand total: %zu contexts, %zu blocks, %zu bytes reserved, "
+                 "%zu used, %zu free, %zu chunks\n",
+            total.contexts, total.blocks, total.bytes_reserved,
+            total.bytes_used, total.bytes_reserved - total.bytes_used,
+            total.chunks);
+}
+
+void mk_process_stats(mk_process_figures *out)
+{
+    out->os_reserved = mki_os_reserved();
+    out->os_committed = mki_os_committed();
+    out->os_calls = mki_os_calls();
+    out->segments = mki_segment_count();
+    out->meta_bytes = mki_meta_bytes();
+}
+
+size_t mk_trim(void) { return mki_segment_trim(); }

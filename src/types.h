@@ -1,0 +1,195 @@
+/*
+ * types.h - memkit's core data structures, its glossary and build variants.
+ *
+ * Glossary (one meaning per word, used everywhere in the code):
+ *   OS page   the kernel's unit of mapping and residency (4 KiB here).
+ *   segment   4 MiB of address space reserved from the OS at a 4 MiB
+ *             boundary.  Its first bytes are a header holding the unit
+ *             bitmap and the page map; the rest is cut into units.
+ *   unit      1 KiB of a segment; the granule of the page map.
+ *   page      a run of 2^k units (k = 0..6, so 1..64 KiB) owned by one
+ *             context, described by an out-of-line mki_page.  A small page
+ *             holds chunks of one size class; a large page holds one chunk.
+ *   block     what a context kind calls its unit of memory; for every kind it
+ *             is a page (or a huge segment).
+ *   chunk     what mk_alloc returns.
+ *   huge      a chunk too big for a segment's pages: its own segment.
+ *
+ * Owner lookup (the O(1) contract of mk_free / mk_ctx_of):
+ *     seg  = (p - 1) & ~(SEGMENT_SIZE - 1)     mask, no load
+ *     page = seg->map[(p >> UNIT_SHIFT) & (UNITS - 1)]   one load
+ *     ctx  = page->ctx                                    one load
+ * "p - 1" lets a huge chunk aligned to a segment boundary keep its header in
+ * the segment before it; no other chunk starts on a segment boundary.
+ *
+ * Build variants: MK_CONFIG_CHECK is a compile-time constant (0 in libmemkit,
+ * 1 in libmemkit-check).  Code tests it with a plain `if`, so both variants
+ * are always compiled and the release build pays nothing.
+ */
+#ifndef MKI_TYPES_H
+#define MKI_TYPES_H
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memkit.h"
+
+#ifndef MK_CONFIG_CHECK
+#define MK_CONFIG_CHECK 0
+#endif
+
+#define MKI_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MKI_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MKI_NOINLINE __attribute__((noinline))
+#define MKI_INLINE static inline __attribute__((always_inline))
+#define MKI_COLD __attribute__((cold, noinline))
+
+/* ---- geometry ----------------------------------------------------------- */
+#define MKI_OS_PAGE 4096u
+#define MKI_SEG_SHIFT 22
+#define MKI_SEG_SIZE ((size_t)1 << MKI_SEG_SHIFT) /* 4 MiB */
+#define MKI_SEG_MASK (MKI_SEG_SIZE - 1)
+#define MKI_UNIT_SHIFT 10
+#define MKI_UNIT ((size_t)1 << MKI_UNIT_SHIFT) /* 1 KiB */
+#define MKI_UNITS (MKI_SEG_SIZE >> MKI_UNIT_SHIFT) /* 4096 per segment */
+#define MKI_BITMAP_WORDS (MKI_UNITS / 64)
+#define MKI_PAGE_MAX_UNITS 64u /* a small page is at most 64 KiB */
+#define MKI_PAGE_MAX (MKI_PAGE_MAX_UNITS * MKI_UNIT)
+
+/* ---- size classes (see page/sizeclass.c for the table) ------------------ */
+#define MKI_NCLASS 42              /* 8 .. 32 KiB */
+#define MKI_NCLASS_DIRECT 22       /* classes <= 1 KiB, inline in a context */
+#define MKI_SMALL_MAX 32768u       /* largest chunk held in a shared page */
+#define MKI_DIRECT_MAX 1024u       /* largest size of the class lookup table */
+#define MKI_LARGE_MAX (1u << 20)   /* larger chunks get a huge segment */
+#define MKI_SIZE_MAX ((size_t)1 << 46) /* larger requests fail at once */
+
+/* ---- pages -------------------------------------------------------------- */
+typedef struct mki_page mki_page;
+typedef struct mki_segment mki_segment;
+
+enum mki_page_kind {
+    MKI_PAGE_FREE = 0, /* descriptor not in use */
+    MKI_PAGE_SMALL,    /* chunks of one class, free list */
+    MKI_PAGE_LARGE,    /* one chunk in a run of units */
+    MKI_PAGE_HUGE,     /* one chunk in its own segment */
+    MKI_PAGE_BLOCK     /* a kind-managed block (bump, generation) */
+};
+
+enum mki_page_flag {
+    MKI_PF_FULL = 1,    /* on the context's full list */
+    MKI_PF_CURRENT = 2  /* head of its class list; holds one pin in `used` */
+};
+
+/*
+ * A page descriptor, kept out of line (page memory holds only chunks).
+ * The first cache line is what the fast paths touch.
+ */
+struct mki_page {
+    void *free;          /* free list threaded through free chunks */
+    _Atomic uintptr_t fast_tid; /* thread whose frees take the fast path;
+                                   0: none (read by any thread: atomic) */
+    uint32_t used;       /* live chunks, +1 while CURRENT (the pin) */
+    uint32_t chunk_size; /* bytes per chunk (small pages) */
+    char *start;         /* first chunk */
+    char *extend;        /* first byte never threaded onto `free` */
+    char *end;           /* start + capacity * chunk_size; large/huge: end
+                            of the usable bytes */
+    mk_ctx *ctx;         /* owner */
+    /* -- colder -- */
+    mki_page *next, *prev; /* in the owner's class list / full / large list */
+    mki_segment *seg;
+    uint32_t unit;  /* first unit in seg */
+    uint32_t units; /* length in units (huge: 0) */
+    uint8_t kind;   /* enum mki_page_kind */
+    uint8_t cls;    /* size class (small pages) */
+    uint8_t flags;  /* enum mki_page_flag */
+    uint8_t zeroed; /* memory known to be zero (fresh from the OS) */
+    uint32_t capacity;
+    size_t size;    /* bytes of the page (huge: of the mapping) */
+};
+
+/* ---- segments ----------------------------------------------------------- */
+enum mki_seg_kind { MKI_SEG_NORMAL = 1, MKI_SEG_HUGE = 2 };
+
+/*
+ * The header at the start of every segment.  The map sits at a fixed
+ * offset so that a huge segment can keep a one-page header: its chunk
+ * starts right after the entry that describes it.
+ */
+struct mki_segment {
+    uint32_t magic;
+    uint32_t kind;          /* enum mki_seg_kind */
+    size_t size;            /* bytes reserved (huge: the whole mapping) */
+    void *base;             /* start of the mapping (huge may start before) */
+    mki_segment *next, *prev; /* arena lists */
+    uint32_t free_units;
+    uint32_t max_run_hint;  /* upper bound of the largest free aligned run */
+    uint64_t empty_since_ns; /* when it last became empty (purge delay) */
+    size_t huge_committed;  /* huge: bytes committed */
+    uint64_t used[MKI_BITMAP_WORDS];      /* unit handed out */
+    uint64_t committed[MKI_BITMAP_WORDS]; /* unit may be resident */
+    mki_page huge_page;     /* the descriptor of a huge segment's chunk */
+    alignas(64) mki_page *map[MKI_UNITS];
+};
+
+#define MKI_SEG_MAGIC 0x6d6b7367u /* "mksg" */
+#define MKI_SEG_HEADER_BYTES (sizeof(mki_segment))
+#define MKI_SEG_HEADER_UNITS \
+    ((MKI_SEG_HEADER_BYTES + MKI_UNIT - 1) / MKI_UNIT)
+
+/* ---- contexts ----------------------------------------------------------- */
+typedef struct mki_callback {
+    struct mki_callback *next;
+    void (*fn)(void *);
+    void *arg;
+} mki_callback;
+
+/*
+ * The part every kind shares.  The kind-specific struct embeds it first;
+ * `kind` and the owner sit next to the fields the fast path reads.
+ */
+struct mk_ctx {
+    uint8_t kind;         /* mk_kind */
+    uint8_t deleting;
+    uint16_t flags;       /* MK_CTX_* */
+    uint32_t meta_size;   /* bytes of this struct (for mki_meta_free) */
+    uintptr_t owner_tid;  /* owning thread */
+    const char *name;
+    mk_ctx *parent, *first_child, *next_sibling, *prev_sibling;
+    mki_callback *callbacks;
+    _Atomic(void *) remote; /* chunks freed by other threads, to collect */
+};
+
+/* GENERAL: per-class page lists, large/huge chunk list, full pages. */
+typedef struct mki_general {
+    mk_ctx base;
+    mki_page *cls[MKI_NCLASS_DIRECT]; /* current page per class (or empty) */
+    mki_page **cls_hi;   /* classes > 1 KiB, allocated on first use */
+    mki_page *full;      /* pages with no free chunk */
+    mki_page *large;     /* large and huge chunks */
+    size_t page_bytes;   /* bytes of small pages held (sizes next pages) */
+} mki_general;
+
+/* ---- the method table: one entry per kind ------------------------------- */
+typedef struct mki_kind_ops {
+    const char *name;
+    size_t ctx_size;
+    int (*init)(mk_ctx *ctx, const mk_ctx_opts *opts); /* 0 or -1 (errno) */
+    void (*destroy)(mk_ctx *ctx);                       /* give all back */
+    void *(*alloc)(mk_ctx *ctx, size_t size);
+    void *(*alloc_aligned)(mk_ctx *ctx, size_t size, size_t align);
+    void (*free)(mki_page *pg, void *p); /* owner thread, off the fast path */
+    void (*page_empty)(mki_page *pg);    /* fast free left a page empty */
+    void (*collect)(mk_ctx *ctx);        /* take in chunks of `remote` */
+    void *(*realloc)(mki_page *pg, void *p, size_t size);
+    size_t (*usable_size)(const mki_page *pg, const void *p);
+    void (*reset)(mk_ctx *ctx, int keep_one);
+    void (*stats)(const mk_ctx *ctx, mk_stats *out);
+    void (*set_owner)(mk_ctx *ctx, uintptr_t tid);
+} mki_kind_ops;
+
+#endif /* MKI_TYPES_H */
