@@ -150,7 +150,8 @@ MK_API void mk_ctx_set_owner(mk_ctx *ctx);
 MK_API mk_ctx *mk_ctx_current(void);
 
 /**
- * Make @p ctx the calling thread's current context.
+ * Make @p ctx the calling thread's current context; NULL selects the
+ * thread's default context again.
  * @return the previous current context (to switch back to).
  */
 MK_API mk_ctx *mk_ctx_switch(mk_ctx *ctx);
