@@ -62,7 +62,6 @@ mki_page *mki_check_pointer(const void *p, const char *op);
 /* ---- options.c ----------------------------------------------------------- */
 enum mki_option {
     MKI_OPT_PURGE_DELAY_MS = 0, /* -1 never, 0 at once, else delay */
-    MKI_OPT_VERBOSE,
     MKI_OPT_COUNT
 };
 extern _Atomic long mki_options[MKI_OPT_COUNT];

@@ -25,13 +25,10 @@ static const option_def defs[MKI_OPT_COUNT] = {
      * -1 never (only mk_trim), 0 at once. */
     [MKI_OPT_PURGE_DELAY_MS] = {"purge_delay_ms", "MEMKIT_PURGE_DELAY_MS",
                                 100, -1, 3600000},
-    /* 1: print a line per segment acquired/released on stderr. */
-    [MKI_OPT_VERBOSE] = {"verbose", "MEMKIT_VERBOSE", 0, 0, 1},
 };
 
 _Atomic long mki_options[MKI_OPT_COUNT] = {
     [MKI_OPT_PURGE_DELAY_MS] = 100,
-    [MKI_OPT_VERBOSE] = 0,
 };
 
 void mki_options_init(void)
