@@ -71,7 +71,12 @@ typedef enum mk_kind {
 } mk_kind;
 
 /** Flags for mk_ctx_opts.flags. */
-#define MK_CTX_REPORT_LEAKS 0x1u /**< report chunks still live at delete */
+/**
+ * Report chunks still live when the context is deleted, as one line
+ * "memkit: context NAME: N chunks (B bytes) leaked" (stderr or the error
+ * handler; the checking build then aborts as for any detected error).
+ */
+#define MK_CTX_REPORT_LEAKS 0x1u
 
 /**
  * Optional settings for mk_ctx_new().  Zero-initialise and set what you need;
@@ -260,6 +265,91 @@ typedef struct mk_process_figures {
 
 /** Fill @p out with process-wide figures; thread-safe. */
 MK_API void mk_process_stats(mk_process_figures *out);
+
+/* ------------------------------------------------------------------------ */
+/* Typed pools                                                               */
+/* ------------------------------------------------------------------------ */
+
+/** A pool of fixed-size objects: a thin layer over an MK_SLAB context. */
+typedef struct mk_pool mk_pool;
+
+/** mk_pool_new() flag: alloc and free are safe from any thread. */
+#define MK_POOL_THREADSAFE 0x1u
+
+/**
+ * Create a pool of objects of @p size bytes aligned to @p align (0: as
+ * mk_alloc would align @p size).
+ *
+ * Without MK_POOL_THREADSAFE the pool follows the context thread rules
+ * (one thread at a time).  With it, any thread may allocate and free: each
+ * thread allocates from its own slab (no lock, no atomic operation), a free
+ * from another thread is queued atomically for the slab's thread.  A slab
+ * of a thread that has exited keeps its objects valid until the pool is
+ * deleted.
+ *
+ * @param name  shown in leak reports and statistics; memkit keeps the
+ *              pointer (pass a literal).
+ * @return the pool, or NULL (errno EINVAL for a zero size or a bad
+ *         alignment, ENOMEM when memory is exhausted).
+ */
+MK_API mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
+                            unsigned flags);
+
+/** An object from @p pool, or NULL (errno ENOMEM). */
+MK_API void *mk_pool_alloc(mk_pool *pool) MK_MALLOC_LIKE;
+
+/**
+ * Return @p obj to @p pool.  NULL is ignored.  @p obj must come from
+ * @p pool: the checking build reports "pointer P belongs to pool A, freed
+ * into pool B" (mk_free(obj) is also correct and finds the pool itself).
+ */
+MK_API void mk_pool_free(mk_pool *pool, void *obj);
+
+/**
+ * Delete @p pool and every object in it.  Objects still allocated are
+ * reported as one line "memkit: pool NAME: N objects (B bytes) leaked"
+ * (stderr, or the error handler) unless reports are silenced; the checking
+ * build then aborts as for any detected error.  No thread may use the pool
+ * during or after the call.  NULL is ignored.
+ */
+MK_API void mk_pool_delete(mk_pool *pool);
+
+/** The pool's figures (as mk_ctx_stats over all its slabs). */
+MK_API int mk_pool_stats(const mk_pool *pool, mk_stats *out);
+
+/**
+ * Declare a typed pool for C type @p T: a distinct handle type
+ * NAME_pool and the functions NAME_pool_new(label, flags),
+ * NAME_alloc(pool) -> T *, NAME_free(pool, T *), NAME_pool_delete(pool).
+ * The compiler then refuses to free a T into a pool of another type.
+ *
+ *     typedef struct { double x, y, z; } vec3;
+ *     MK_POOL_DECLARE(vec3, vec3)
+ *     vec3_pool *vp = vec3_pool_new("vec3", 0);
+ *     vec3 *v = vec3_alloc(vp);
+ *     vec3_free(vp, v);
+ *     vec3_pool_delete(vp);
+ */
+#define MK_POOL_DECLARE(T, NAME)                                             \
+    typedef struct NAME##_pool NAME##_pool;                                  \
+    static inline NAME##_pool *NAME##_pool_new(const char *label,           \
+                                               unsigned flags)              \
+    {                                                                        \
+        return (NAME##_pool *)mk_pool_new(label, sizeof(T), _Alignof(T),     \
+                                          flags);                            \
+    }                                                                        \
+    static inline T *NAME##_alloc(NAME##_pool *pool)                         \
+    {                                                                        \
+        return (T *)mk_pool_alloc((mk_pool *)pool);                          \
+    }                                                                        \
+    static inline void NAME##_free(NAME##_pool *pool, T *obj)                \
+    {                                                                        \
+        mk_pool_free((mk_pool *)pool, obj);                                  \
+    }                                                                        \
+    static inline void NAME##_pool_delete(NAME##_pool *pool)                 \
+    {                                                                        \
+        mk_pool_delete((mk_pool *)pool);                                     \
+    }
 
 /* ------------------------------------------------------------------------ */
 /* Giving memory back                                                        */

@@ -40,19 +40,65 @@ int mki_segment_owns(const void *p);
 /* ---- page/page.h (inline): owner lookup and free-list ops ---------------- */
 #include "page/page.h"
 
+/* ---- page/page.c ---------------------------------------------------------- */
+/* Thread the next OS page of never-used chunks onto the free list.
+ * Pre: pg->extend < pg->end. */
+void mki_page_extend(mki_page *pg);
+
+/* Give back any page or huge chunk descriptor. */
+MKI_INLINE void mki_page_release(mki_page *pg)
+{
+    if (pg->seg->kind == MKI_SEG_HUGE)
+        mki_segment_huge_release(pg);
+    else
+        mki_segment_page_release(pg);
+}
+
 /* ---- ctx/context.c: the tree and dispatch -------------------------------- */
 extern const mki_kind_ops *const mki_kinds[4];
 uintptr_t mki_ctx_tid_slow(void);
 
-/* ---- ctx/general.c: the GENERAL kind ------------------------------------- */
+/* ---- ctx/chunk.c: the chunk API ------------------------------------------- */
+/* Queue chunk @p, freed by a thread that does not own @ctx, for the owner. */
+void mki_chunk_remote_push(mk_ctx *ctx, void *p);
+
+/* ---- ctx/general.c, slab.c, generation.c, bump.c: the kinds -------------- */
 extern const mki_kind_ops mki_general_ops;
+extern const mki_kind_ops mki_slab_ops;
+extern const mki_kind_ops mki_generation_ops;
+extern const mki_kind_ops mki_bump_ops;
 void *mki_general_alloc_slow(mki_general *g, size_t size);
 void mki_general_collect(mk_ctx *ctx);
+/* SLAB, for pools: a chunk of the slab's size; free from the owner thread. */
+void *mki_slab_alloc_chunk(mki_slab *s);
+void mki_slab_free_chunk(mki_page *pg, void *p);
 
 /* ---- check/error.c: reporting ------------------------------------------- */
 /* Report a detected error: "memkit: <what>: pointer <p> (context <name>)".
  * Never allocates.  Aborts unless a handler returns or errors are silenced. */
 void mki_error_report(const char *what, const void *p, const mk_ctx *ctx);
+/* Report chunks left at delete: "memkit: <noun> <name>: N <things> (B bytes)
+ * leaked".  Aborts only in the checking build (same rules as above). */
+void mki_error_leak(const char *noun, const char *name, const char *things,
+                    size_t n, size_t bytes);
+/* Report a chunk freed into the wrong pool. */
+void mki_error_wrong_pool(const void *p, const char *owner_noun,
+                          const char *owner, const char *named);
+
+/* ---- check/instrument.c: the instrumented path --------------------------- */
+#define MKI_INSTR_TAIL 9u /* bytes an instrumented chunk adds to a request */
+int mki_instr_active(void);          /* should new contexts be instrumented */
+void mki_instr_ctx_new(mk_ctx *ctx);
+void mki_instr_reset(mk_ctx *ctx, int deleting); /* before reset/delete */
+void *mki_instr_alloc(mk_ctx *ctx, size_t size, size_t align);
+void mki_instr_free(mki_page *pg, void *p);    /* any thread */
+void *mki_instr_realloc(mki_page *pg, void *p, size_t size);
+size_t mki_instr_usable(mki_page *pg, const void *p);
+int mki_instr_page_new(mki_page *pg);    /* a kind made a page: 0 or -1 */
+void mki_instr_page_reset(mki_page *pg); /* a reset keeps a page */
+void mki_instr_page_release(mki_page *pg);
+void mki_instr_page_each_live(mki_page *pg,
+                              void (*fn)(mki_page *, void *, void *), void *arg);
 
 /* ---- check/check.c: the checking build's validation ---------------------- */
 /* Returns the page of a pointer memkit returned, or reports and returns

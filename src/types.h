@@ -105,11 +105,17 @@ struct mki_page {
     uint32_t unit;  /* first unit in seg */
     uint32_t units; /* length in units (huge: 0) */
     uint8_t kind;   /* enum mki_page_kind */
-    uint8_t cls;    /* size class (small pages) */
+    uint8_t cls;    /* size class (GENERAL pages); bucket (SLAB pages) */
     uint8_t flags;  /* enum mki_page_flag */
     uint8_t zeroed; /* memory known to be zero (fresh from the OS) */
     uint32_t capacity;
+    uint32_t lo, hi; /* SLAB pages: `used` range of their bucket; leaving it
+                        (used < lo after a free, used > hi after an alloc)
+                        calls the slab's rebucket */
     size_t size;    /* bytes of the page (huge: of the mapping) */
+    size_t live_bytes;      /* GENERATION blocks: bytes of live chunks */
+    _Atomic uint64_t *live; /* instrumented small pages: a bit per live
+                               chunk (check/instrument.c) */
 };
 
 /* ---- segments ----------------------------------------------------------- */
@@ -150,17 +156,28 @@ typedef struct mki_callback {
 
 /*
  * The part every kind shares.  The kind-specific struct embeds it first;
- * `kind` and the owner sit next to the fields the fast path reads.
+ * `fast_kind` and the owner sit next to the fields the fast path reads.
+ *
+ * An *instrumented* context (checking build, AddressSanitizer build, or a
+ * process running under Valgrind) has fast_kind = MKI_KIND_SLOW and
+ * fast_tid = 0, so no call on it ever takes a fast path: every allocation
+ * and free goes through check/instrument.c.  The release fast paths are
+ * unchanged by the existence of the instrumented mode.
  */
+#define MKI_KIND_SLOW 0xffu
+
 struct mk_ctx {
     uint8_t kind;         /* mk_kind */
-    uint8_t deleting;
+    uint8_t fast_kind;    /* kind, or MKI_KIND_SLOW */
     uint16_t flags;       /* MK_CTX_* */
     uint32_t meta_size;   /* bytes of this struct (for mki_meta_free) */
     uintptr_t owner_tid;  /* owning thread */
+    uintptr_t fast_tid;   /* what pages copy into their fast_tid: the owner,
+                             or 0 when instrumented */
     const char *name;
     mk_ctx *parent, *first_child, *next_sibling, *prev_sibling;
     mki_callback *callbacks;
+    void *user;           /* pools: the mk_pool this context serves */
     _Atomic(void *) remote; /* chunks freed by other threads, to collect */
 };
 
@@ -169,15 +186,53 @@ typedef struct mki_general {
     mk_ctx base;
     mki_page *cls[MKI_NCLASS_DIRECT]; /* current page per class (or empty) */
     mki_page **cls_hi;   /* classes > 1 KiB, allocated on first use */
+    uint64_t classes;    /* bit c: class c's list is not empty */
     mki_page *full;      /* pages with no free chunk */
     mki_page *large;     /* large and huge chunks */
+    mki_page *spare;     /* one empty page kept for the next page needed */
     size_t page_bytes;   /* bytes of small pages held (sizes next pages) */
 } mki_general;
+
+/* SLAB: one chunk size; pages bucketed by how many chunks they have free. */
+#define MKI_SLAB_BUCKETS 8
+typedef struct mki_slab {
+    mk_ctx base;
+    mki_page *curpg;      /* head of bucket[cur], or &mki_page_empty */
+    uint32_t slot;        /* bytes per chunk in a page (>= user size) */
+    uint32_t user_size;   /* opts->chunk_size */
+    uint32_t page_units;  /* every page of this slab has this size */
+    uint32_t capacity;    /* chunks per page */
+    uint32_t shift;       /* bucket of a page = ceil(nfree / 2^shift) */
+    uint32_t cur;         /* lowest non-empty bucket >= 1 (fullest pages),
+                             MKI_SLAB_BUCKETS when none */
+    mki_page *bucket[MKI_SLAB_BUCKETS]; /* [0]: full pages */
+    mki_page *spare;      /* an empty page kept for reuse (if still empty) */
+} mki_slab;
+
+/* GENERATION: chunks bumped into blocks, a block goes when its last dies. */
+typedef struct mki_gen {
+    mk_ctx base;
+    mki_page *cur;        /* block being filled */
+    mki_page *blocks;     /* every block, `cur` included */
+    mki_page *large;      /* chunks in a page of their own */
+    size_t block_size;    /* size of the next block */
+    size_t block_max;
+} mki_gen;
+
+/* BUMP: a pointer and a limit; blocks listed for reset. */
+typedef struct mki_bump {
+    mk_ctx base;
+    char *ptr, *end;      /* free space of the current block */
+    mki_page *blocks;     /* every block, current first */
+    size_t block_size;    /* size of the next block */
+    size_t block_max;
+} mki_bump;
 
 /* ---- the method table: one entry per kind ------------------------------- */
 typedef struct mki_kind_ops {
     const char *name;
     size_t ctx_size;
+    int no_free;      /* mk_free is a no-op for this kind (BUMP) */
     int (*init)(mk_ctx *ctx, const mk_ctx_opts *opts); /* 0 or -1 (errno) */
     void (*destroy)(mk_ctx *ctx);                       /* give all back */
     void *(*alloc)(mk_ctx *ctx, size_t size);
@@ -190,6 +245,11 @@ typedef struct mki_kind_ops {
     void (*reset)(mk_ctx *ctx, int keep_one);
     void (*stats)(const mk_ctx *ctx, mk_stats *out);
     void (*set_owner)(mk_ctx *ctx, uintptr_t tid);
+    /* Instrumented contexts: is chunk @p live (NULL: the instrument layer's
+     * bitmap knows), and call @fn on every live chunk. */
+    int (*is_live)(const mki_page *pg, const void *p);
+    void (*each_live)(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
+                      void *arg);
 } mki_kind_ops;
 
 #endif /* MKI_TYPES_H */

@@ -20,7 +20,7 @@ mki_page *mki_check_pointer(const void *p, const char *op)
     mki_page *pg;
     if (s->kind == MKI_SEG_HUGE) {
         pg = &s->huge_page;
-        if ((const char *)p != pg->start) {
+        if (pg->kind != MKI_PAGE_BLOCK && (const char *)p != pg->start) {
             mki_error_report("pointer inside a chunk, not its start", p,
                              pg->ctx);
             return NULL;
@@ -29,12 +29,16 @@ mki_page *mki_check_pointer(const void *p, const char *op)
     }
     pg = mki_page_of(p);
     if (!pg || pg->kind == MKI_PAGE_FREE) {
-        mki_error_report("pointer into memory memkit holds free", p, NULL);
+        mki_error_report("double free or pointer memkit never returned "
+                         "(memory memkit holds free)",
+                         p, NULL);
         return NULL;
     }
     const char *c = p;
     if (pg->kind == MKI_PAGE_SMALL) {
-        if (c >= pg->extend ||
+        /* `end`, not `extend`: the owner moves extend while other threads
+         * free; a never-used chunk is caught by the live bits instead */
+        if (c >= pg->end ||
             (size_t)(c - pg->start) % pg->chunk_size != 0) {
             mki_error_report("pointer is not the start of a chunk", p,
                              pg->ctx);

@@ -53,6 +53,71 @@ static void put_ptr(line *l, const void *p)
     put_str(l, tmp + i);
 }
 
+static void put_size(line *l, size_t v)
+{
+    char tmp[24];
+    int i = (int)sizeof tmp - 1;
+    tmp[i] = '\0';
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v && i > 0);
+    put_str(l, tmp + i);
+}
+
+/* Hand a finished line to the handler, or print it; abort if @fatal. */
+static void emit(line *l, int fatal)
+{
+    l->buf[l->len] = '\0';
+    mk_error_fn fn = atomic_load(&handler);
+    if (fn) {
+        fn(l->buf, atomic_load(&handler_arg));
+        return;
+    }
+    l->buf[l->len++] = '\n';
+    ssize_t r = write(STDERR_FILENO, l->buf, l->len);
+    (void)r;
+    if (fatal)
+        abort();
+}
+
+void mki_error_leak(const char *noun, const char *name, const char *things,
+                    size_t n, size_t bytes)
+{
+    if (atomic_load(&silenced))
+        return;
+    line l = {.len = 0};
+    put_str(&l, "memkit: ");
+    put_str(&l, noun);
+    put_str(&l, " ");
+    put_str(&l, name ? name : "?");
+    put_str(&l, ": ");
+    put_size(&l, n);
+    put_str(&l, " ");
+    put_str(&l, things);
+    put_str(&l, " (");
+    put_size(&l, bytes);
+    put_str(&l, " bytes) leaked");
+    emit(&l, MK_CONFIG_CHECK);
+}
+
+void mki_error_wrong_pool(const void *p, const char *owner_noun,
+                          const char *owner, const char *named)
+{
+    if (atomic_load(&silenced))
+        return;
+    line l = {.len = 0};
+    put_str(&l, "memkit: pointer ");
+    put_ptr(&l, p);
+    put_str(&l, " belongs to ");
+    put_str(&l, owner_noun);
+    put_str(&l, " ");
+    put_str(&l, owner ? owner : "?");
+    put_str(&l, ", freed into pool ");
+    put_str(&l, named ? named : "?");
+    emit(&l, 1);
+}
+
 void mki_error_report(const char *what, const void *p, const mk_ctx *ctx)
 {
     if (atomic_load(&silenced))
@@ -69,14 +134,5 @@ void mki_error_report(const char *what, const void *p, const mk_ctx *ctx)
         put_str(&l, ctx->name ? ctx->name : "?");
         put_str(&l, "\")");
     }
-    l.buf[l.len] = '\0';
-    mk_error_fn fn = atomic_load(&handler);
-    if (fn) {
-        fn(l.buf, atomic_load(&handler_arg));
-        return;
-    }
-    l.buf[l.len++] = '\n';
-    ssize_t r = write(STDERR_FILENO, l.buf, l.len);
-    (void)r;
-    abort();
+    emit(&l, 1);
 }

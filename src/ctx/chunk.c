@@ -18,9 +18,13 @@
  *      without free lists) take the slow path;
  *   3. push the chunk on the page's free list, subtract one from the live
  *      count; if that reaches zero, give the page back (out of line).
- * No atomic operation, lock or call on either path.  Errors, refills, new
- * pages, large chunks and other threads' frees are `noinline` helpers.
+ * mk_alloc, BUMP kind: round the size to 16, compare it with the room left
+ * in the current block, move the pointer.
+ * No atomic operation, lock or call on any of these paths.  Errors, refills,
+ * new pages, large chunks, other threads' frees, the other kinds and
+ * instrumented contexts (check/instrument.c) are `noinline` helpers.
  */
+#include "../check/annotate.h"
 #include "../internal.h"
 #include "../page/sizeclass.h"
 
@@ -31,8 +35,10 @@
 
 static MKI_NOINLINE void *alloc_generic(mk_ctx *ctx, size_t size)
 {
-    if (MKI_LIKELY(ctx->kind == MK_GENERAL))
+    if (MKI_LIKELY(ctx->fast_kind == MK_GENERAL))
         return mki_general_alloc_slow((mki_general *)ctx, size);
+    if (ctx->fast_kind == MKI_KIND_SLOW)
+        return mki_instr_alloc(ctx, size, 0);
     if (size > MKI_SIZE_MAX) {
         errno = ENOMEM;
         return NULL;
@@ -42,13 +48,23 @@ static MKI_NOINLINE void *alloc_generic(mk_ctx *ctx, size_t size)
 
 void *mk_alloc(mk_ctx *ctx, size_t size)
 {
-    if (MKI_LIKELY(ctx->kind == MK_GENERAL && size <= MKI_DIRECT_MAX)) {
+    if (MKI_LIKELY(ctx->fast_kind == MK_GENERAL && size <= MKI_DIRECT_MAX)) {
         mki_page *pg = ((mki_general *)ctx)->cls[mki_class_of_direct(size)];
         void *b = pg->free;
         if (MKI_LIKELY(b != NULL)) {
             pg->free = *(void **)b;
             pg->used++;
             return b;
+        }
+    } else if (ctx->fast_kind == MK_BUMP) {
+        /* a pointer bump and a bounds check; sizes round to 16, and a size
+         * of 0 or one that wraps gives n == 0, which the slow path takes */
+        mki_bump *bp = (mki_bump *)ctx;
+        size_t n = (size + 15) & ~(size_t)15;
+        char *p = bp->ptr;
+        if (MKI_LIKELY(n != 0 && n <= (size_t)(bp->end - p))) {
+            bp->ptr = p + n;
+            return p;
         }
     }
     return alloc_generic(ctx, size);
@@ -74,6 +90,8 @@ void *mk_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
         errno = ENOMEM;
         return NULL;
     }
+    if (ctx->fast_kind == MKI_KIND_SLOW)
+        return mki_instr_alloc(ctx, size, align);
     return mki_kinds[ctx->kind]->alloc_aligned(ctx, size, align);
 }
 
@@ -98,12 +116,13 @@ char *mk_strdup(mk_ctx *ctx, const char *s)
 
 /* ---- freeing -------------------------------------------------------------- */
 
-/* Another thread's chunk: queue it for the owner (lock-free push). */
-static void remote_push(mk_ctx *ctx, void *p)
+/* Another thread's chunk: queue it for the owner (lock-free push; the
+ * owner takes the whole list with one exchange, so there is no ABA). */
+void mki_chunk_remote_push(mk_ctx *ctx, void *p)
 {
     void *head = atomic_load_explicit(&ctx->remote, memory_order_relaxed);
     do {
-        *(void **)p = head;
+        mki_link_set(p, head);
     } while (!atomic_compare_exchange_weak_explicit(
         &ctx->remote, &head, p, memory_order_release, memory_order_relaxed));
 }
@@ -111,11 +130,18 @@ static void remote_push(mk_ctx *ctx, void *p)
 static MKI_NOINLINE void free_generic(mki_page *pg, void *p)
 {
     mk_ctx *ctx = pg->ctx;
-    if (ctx->owner_tid != mki_tid()) {
-        remote_push(ctx, p);
+    const mki_kind_ops *ops = mki_kinds[ctx->kind];
+    if (ctx->fast_kind == MKI_KIND_SLOW) {
+        mki_instr_free(pg, p);
         return;
     }
-    mki_kinds[ctx->kind]->free(pg, p);
+    if (ops->no_free)
+        return;
+    if (ctx->owner_tid != mki_tid()) {
+        mki_chunk_remote_push(ctx, p);
+        return;
+    }
+    ops->free(pg, p);
 }
 
 static MKI_NOINLINE void page_empty(mki_page *pg)
@@ -123,32 +149,21 @@ static MKI_NOINLINE void page_empty(mki_page *pg)
     mki_kinds[pg->ctx->kind]->page_empty(pg);
 }
 
-/* The checking build's mk_free: validate first, then the normal path. */
-static MKI_NOINLINE void free_checked(void *p)
-{
-    mki_page *pg = mki_check_pointer(p, "free");
-    if (!pg)
-        return;
-    if (mki_page_tid(pg) == mki_tid()) {
-        mki_page_push(pg, p);
-        if (--pg->used == 0)
-            page_empty(pg);
-        return;
-    }
-    free_generic(pg, p);
-}
-
 void mk_free(void *p)
 {
     if (MKI_UNLIKELY(p == NULL))
         return;
     if (MK_CONFIG_CHECK) {
-        free_checked(p);
+        /* validate before touching anything the pointer leads to */
+        mki_page *pg = mki_check_pointer(p, "free");
+        if (pg)
+            mki_instr_free(pg, p);
         return;
     }
     mki_page *pg = mki_page_of(p);
     if (MKI_LIKELY(mki_page_tid(pg) == mki_tid())) {
-        mki_page_push(pg, p);
+        *(void **)p = pg->free;
+        pg->free = p;
         if (MKI_UNLIKELY(--pg->used == 0))
             page_empty(pg);
         return;
@@ -179,6 +194,12 @@ void *mk_realloc(void *p, size_t size)
         errno = ENOMEM;
         return NULL;
     }
+    if (pg->ctx->fast_kind == MKI_KIND_SLOW)
+        return mki_instr_realloc(pg, p, size);
+    if (mki_kinds[pg->ctx->kind]->no_free) {
+        errno = ENOTSUP;
+        return NULL;
+    }
     return mki_kinds[pg->ctx->kind]->realloc(pg, p, size);
 }
 
@@ -187,7 +208,11 @@ size_t mk_usable_size(const void *p)
     if (!p)
         return 0;
     mki_page *pg = page_for(p, "usable_size");
-    return pg ? mki_kinds[pg->ctx->kind]->usable_size(pg, p) : 0;
+    if (!pg)
+        return 0;
+    if (pg->ctx->fast_kind == MKI_KIND_SLOW)
+        return mki_instr_usable(pg, p);
+    return mki_kinds[pg->ctx->kind]->usable_size(pg, p);
 }
 
 mk_ctx *mk_ctx_of(const void *p)

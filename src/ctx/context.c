@@ -20,6 +20,9 @@
 
 const mki_kind_ops *const mki_kinds[4] = {
     [MK_GENERAL] = &mki_general_ops,
+    [MK_SLAB] = &mki_slab_ops,
+    [MK_GENERATION] = &mki_generation_ops,
+    [MK_BUMP] = &mki_bump_ops,
 };
 
 static _Thread_local mk_ctx *current;       /* NULL: the thread default */
@@ -65,16 +68,21 @@ mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
         errno = ENOMEM;
         return NULL;
     }
+    int instrumented = mki_instr_active();
     c->kind = (uint8_t)kind;
+    c->fast_kind = instrumented ? MKI_KIND_SLOW : (uint8_t)kind;
     c->meta_size = (uint32_t)ops->ctx_size;
     c->flags = (uint16_t)(opts ? opts->flags : 0);
     c->name = name ? name : "?";
     c->owner_tid = mki_tid();
+    c->fast_tid = instrumented ? 0 : c->owner_tid;
     atomic_init(&c->remote, NULL);
     if (ops->init(c, opts) != 0) {
         mki_meta_free(c, ops->ctx_size);
         return NULL;
     }
+    if (instrumented)
+        mki_instr_ctx_new(c);
     if (parent)
         link_child(parent, c);
     return c;
@@ -94,6 +102,16 @@ static void run_callbacks(mk_ctx *c)
 static void delete_leaf(mk_ctx *c)
 {
     run_callbacks(c);
+    if (c->flags & MK_CTX_REPORT_LEAKS) {
+        mk_stats st;
+        mki_kinds[c->kind]->collect(c);
+        mk_ctx_stats(c, &st, 0);
+        if (st.chunks)
+            mki_error_leak("context", c->name, "chunks", st.chunks,
+                           st.bytes_used);
+    }
+    if (c->fast_kind == MKI_KIND_SLOW)
+        mki_instr_reset(c, 1);
     mki_kinds[c->kind]->destroy(c);
     unlink_child(c);
     if (current == c)
@@ -124,6 +142,8 @@ void mk_ctx_reset(mk_ctx *ctx)
 {
     delete_descendants(ctx);
     run_callbacks(ctx);
+    if (ctx->fast_kind == MKI_KIND_SLOW)
+        mki_instr_reset(ctx, 0);
     mki_kinds[ctx->kind]->reset(ctx, 1);
 }
 
@@ -159,7 +179,9 @@ void mk_ctx_set_owner(mk_ctx *ctx)
 {
     uintptr_t tid = mki_tid();
     ctx->owner_tid = tid;
-    mki_kinds[ctx->kind]->set_owner(ctx, tid);
+    if (ctx->fast_kind != MKI_KIND_SLOW)
+        ctx->fast_tid = tid;
+    mki_kinds[ctx->kind]->set_owner(ctx, ctx->fast_tid);
 }
 
 /* ---- the current context -------------------------------------------------- */

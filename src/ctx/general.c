@@ -80,13 +80,14 @@ static void dlist_remove(mki_page **head, mki_page *pg)
     pg->next = pg->prev = NULL;
 }
 
-/* Make @pg the current page of an empty class list. */
-static void make_current(mki_page **slot, mki_page *pg)
+/* Make @pg the current page of class @c's empty list. */
+static void make_current(mki_general *g, mki_page **slot, mki_page *pg)
 {
     pg->next = pg->prev = NULL;
     pg->flags |= MKI_PF_CURRENT;
     pg->used++; /* the pin */
     *slot = pg;
+    g->classes |= 1ull << pg->cls;
 }
 
 /* The current page has no free chunk: move it to the full list and let
@@ -105,10 +106,19 @@ static void retire_full(mki_general *g, mki_page **slot, mki_page *pg)
         *slot = next;
     } else {
         *slot = &mki_page_empty;
+        g->classes &= ~(1ull << pg->cls);
     }
 }
 
-/* A non-current page whose last chunk was freed: give it back. */
+static void page_drop(mki_general *g, mki_page *pg)
+{
+    g->page_bytes -= pg->size;
+    mki_segment_page_release(pg);
+}
+
+/* A non-current page whose last chunk was freed: keep it as the spare if
+ * there is none (its free list intact, ready for the next page this
+ * context needs), else give it back. */
 static void general_page_empty(mki_page *pg)
 {
     mki_general *g = gen(pg->ctx);
@@ -116,34 +126,44 @@ static void general_page_empty(mki_page *pg)
     pg->prev->next = pg->next;
     if (pg->next)
         pg->next->prev = pg->prev;
-    g->page_bytes -= pg->size;
-    mki_segment_page_release(pg);
+    pg->next = pg->prev = NULL;
+    if (!g->spare)
+        g->spare = pg;
+    else
+        page_drop(g, pg);
 }
 
-/* Thread the next OS page worth of never-used chunks onto the free list
- * (at least one chunk).  Pre: pg->free == NULL, pg->extend < pg->end. */
-static void page_extend(mki_page *pg)
+/* The spare page, made ready for class @c if it is big enough; NULL if
+ * there is no spare that fits. */
+static mki_page *take_spare(mki_general *g, unsigned c, uint32_t units)
 {
-    size_t sz = pg->chunk_size;
-    char *first = pg->extend;
-    size_t n = MKI_OS_PAGE / sz;
-    size_t left = (size_t)(pg->end - first) / sz;
-    if (n == 0)
-        n = 1;
-    if (n > left)
-        n = left;
-    char *last = first + (n - 1) * sz;
-    for (char *q = first; q < last; q += sz)
-        *(void **)q = q + sz;
-    *(void **)last = NULL;
-    pg->free = first;
-    pg->extend = last + sz;
+    mki_page *pg = g->spare;
+    if (!pg)
+        return NULL;
+    g->spare = NULL;
+    if (pg->cls == c)
+        return pg; /* free list and extend as they were */
+    if (pg->units < units || g->base.fast_kind == MKI_KIND_SLOW) {
+        page_drop(g, pg); /* too small, or its check bitmap is sized */
+        return NULL;
+    }
+    uint32_t sz = mki_class_size[c];
+    pg->cls = (uint8_t)c;
+    pg->chunk_size = sz;
+    pg->capacity = (uint32_t)(pg->size / sz);
+    pg->free = NULL;
+    pg->extend = pg->start;
+    pg->end = pg->start + (size_t)pg->capacity * sz;
+    return pg;
 }
 
 static mki_page *page_new(mki_general *g, unsigned c)
 {
     uint32_t units = mki_class_page_units(c, g->page_bytes);
-    mki_page *pg = mki_segment_page_alloc(units, (size_t)units * MKI_UNIT);
+    mki_page *pg = take_spare(g, c, units);
+    if (pg)
+        return pg;
+    pg = mki_segment_page_alloc(units, (size_t)units * MKI_UNIT);
     if (!pg)
         return NULL;
     uint32_t sz = mki_class_size[c];
@@ -154,17 +174,13 @@ static mki_page *page_new(mki_general *g, unsigned c)
     pg->extend = pg->start;
     pg->end = pg->start + (size_t)pg->capacity * sz;
     pg->ctx = &g->base;
-    mki_page_set_tid(pg, g->base.owner_tid);
+    mki_page_set_tid(pg, g->base.fast_tid);
+    if (g->base.fast_kind == MKI_KIND_SLOW && mki_instr_page_new(pg) != 0) {
+        mki_segment_page_release(pg);
+        return NULL;
+    }
     g->page_bytes += pg->size;
     return pg;
-}
-
-static void *pop(mki_page *pg)
-{
-    void *b = pg->free;
-    pg->free = *(void **)b;
-    pg->used++;
-    return b;
 }
 
 /* Allocate a chunk of class @c: the slow path of mk_alloc, and the only
@@ -178,22 +194,23 @@ static void *class_alloc(mki_general *g, unsigned c)
     }
     mki_page *pg = *slot;
     if (MKI_LIKELY(pg->free != NULL))
-        return pop(pg);
+        return mki_page_pop(pg);
     if (atomic_load_explicit(&g->base.remote, memory_order_relaxed))
         mki_general_collect(&g->base);
     while ((pg = *slot) != &mki_page_empty) {
         if (!pg->free && pg->extend < pg->end)
-            page_extend(pg);
+            mki_page_extend(pg);
         if (pg->free)
-            return pop(pg);
+            return mki_page_pop(pg);
         retire_full(g, slot, pg);
     }
     pg = page_new(g, c);
     if (!pg)
         return NULL;
-    make_current(slot, pg);
-    page_extend(pg);
-    return pop(pg);
+    make_current(g, slot, pg);
+    if (!pg->free)
+        mki_page_extend(pg);
+    return mki_page_pop(pg);
 }
 
 static void *large_alloc(mki_general *g, size_t size, size_t align)
@@ -226,6 +243,8 @@ static void *large_alloc(mki_general *g, size_t size, size_t align)
     mki_page_set_tid(pg, 0);
     pg->used = 1;
     pg->capacity = 1;
+    if (g->base.fast_kind == MKI_KIND_SLOW)
+        mki_instr_page_new(pg); /* cannot fail for a large page */
     dlist_push(&g->large, pg);
     return pg->start;
 }
@@ -282,10 +301,10 @@ static void general_free(mki_page *pg, void *p)
         /* back from the full list to its class, behind the current page */
         dlist_remove(&g->full, pg);
         pg->flags &= (uint8_t)~MKI_PF_FULL;
-        mki_page_set_tid(pg, g->base.owner_tid);
+        mki_page_set_tid(pg, g->base.fast_tid);
         mki_page **slot = slot_of(g, pg->cls);
         if (*slot == &mki_page_empty) {
-            make_current(slot, pg);
+            make_current(g, slot, pg);
             return;
         }
         mki_page *head = *slot;
@@ -304,7 +323,7 @@ void mki_general_collect(mk_ctx *ctx)
     void *list = atomic_exchange_explicit(&ctx->remote, NULL,
                                           memory_order_acquire);
     while (list) {
-        void *next = *(void **)list;
+        void *next = mki_link_get(list);
         mki_page *pg = mki_page_of(list);
         if (pg->kind == MKI_PAGE_SMALL && !(pg->flags & MKI_PF_FULL)) {
             mki_page_push(pg, list);
@@ -330,7 +349,10 @@ static size_t general_usable_size(const mki_page *pg, const void *p)
 static void *general_realloc(mki_page *pg, void *p, size_t size)
 {
     size_t old = general_usable_size(pg, p);
-    if (size <= old) {
+    /* a chunk of an 8-aligned class cannot stay for a size that mk_alloc
+     * would align to 16 */
+    size_t align = (size <= 8 || (size > 16 && size <= 24)) ? 8 : 16;
+    if (size <= old && ((uintptr_t)p & (align - 1)) == 0) {
         /* keep it unless that would waste more than half */
         if (size >= old / 2 ||
             (pg->kind == MKI_PAGE_SMALL && size <= MKI_SMALL_MAX &&
@@ -349,73 +371,71 @@ static void *general_realloc(mki_page *pg, void *p, size_t size)
 
 typedef void (*page_fn)(mki_page *pg, void *arg);
 
-/* Call @fn on every page of @g (safe against @fn releasing the page). */
+/* Call @fn on every page of @g (safe against @fn releasing the page).
+ * Only classes marked in `classes` are visited. */
 static void each_page(mki_general *g, page_fn fn, void *arg)
 {
-    for (unsigned c = 0; c < MKI_NCLASS; c++) {
-        if (c >= MKI_NCLASS_DIRECT && !g->cls_hi)
-            break;
+    for (uint64_t bits = g->classes; bits; bits &= bits - 1) {
+        unsigned c = (unsigned)__builtin_ctzll(bits);
         mki_page *pg = c < MKI_NCLASS_DIRECT ? g->cls[c]
                                              : g->cls_hi[c - MKI_NCLASS_DIRECT];
-        if (pg == &mki_page_empty)
-            continue;
         while (pg) {
             mki_page *next = pg->next;
             fn(pg, arg);
             pg = next;
         }
     }
-    for (mki_page *pg = g->full, *next; pg; pg = next) {
-        next = pg->next;
-        fn(pg, arg);
-    }
-    for (mki_page *pg = g->large, *next; pg; pg = next) {
-        next = pg->next;
-        fn(pg, arg);
-    }
+    mki_page *lists[2] = {g->full, g->large};
+    for (int i = 0; i < 2; i++)
+        for (mki_page *pg = lists[i], *next; pg; pg = next) {
+            next = pg->next;
+            fn(pg, arg);
+        }
+    if (g->spare)
+        fn(g->spare, arg);
 }
 
-static void pick_keeper(mki_page *pg, void *arg)
+/* Reset: give every page back but the largest small one, in one walk. */
+static void release_but_largest(mki_page *pg, void *arg)
 {
     mki_page **keep = arg;
-    if (pg->kind == MKI_PAGE_SMALL && (!*keep || pg->size > (*keep)->size))
+    if (keep && pg->kind == MKI_PAGE_SMALL &&
+        (!*keep || pg->size > (*keep)->size)) {
+        mki_page *old = *keep;
         *keep = pg;
-}
-
-static void release_unless(mki_page *pg, void *arg)
-{
-    if (pg == arg)
-        return;
-    if (pg->kind == MKI_PAGE_HUGE)
-        mki_segment_huge_release(pg);
-    else
-        mki_segment_page_release(pg);
+        if (!old)
+            return;
+        pg = old;
+    }
+    mki_page_release(pg);
 }
 
 static void general_reset(mk_ctx *ctx, int keep_one)
 {
     mki_general *g = gen(ctx);
     /* chunks queued by other threads die with their pages */
-    atomic_store_explicit(&ctx->remote, NULL, memory_order_relaxed);
+    if (atomic_load_explicit(&ctx->remote, memory_order_relaxed))
+        atomic_store_explicit(&ctx->remote, NULL, memory_order_relaxed);
     mki_page *keep = NULL;
-    if (keep_one)
-        each_page(g, pick_keeper, &keep);
-    each_page(g, release_unless, keep);
-    for (unsigned c = 0; c < MKI_NCLASS_DIRECT; c++)
-        g->cls[c] = &mki_page_empty;
-    if (g->cls_hi)
-        for (unsigned c = 0; c < NHI; c++)
-            g->cls_hi[c] = &mki_page_empty;
-    g->full = g->large = NULL;
+    each_page(g, release_but_largest, keep_one ? &keep : NULL);
+    for (uint64_t bits = g->classes; bits; bits &= bits - 1) {
+        unsigned c = (unsigned)__builtin_ctzll(bits);
+        *slot_of(g, c) = &mki_page_empty;
+    }
+    g->classes = 0;
+    g->full = g->large = g->spare = NULL;
     g->page_bytes = 0;
     if (keep) {
+        /* every chunk is free again: rewind, and thread it on first use */
         keep->free = NULL;
         keep->extend = keep->start;
         keep->used = 0;
         keep->flags = 0;
-        mki_page_set_tid(keep, ctx->owner_tid);
-        make_current(slot_of(g, keep->cls), keep);
+        mki_page_set_tid(keep, ctx->fast_tid);
+        make_current(g, slot_of(g, keep->cls), keep);
         g->page_bytes = keep->size;
+        if (ctx->fast_kind == MKI_KIND_SLOW)
+            mki_instr_page_reset(keep);
     }
 }
 
@@ -458,6 +478,24 @@ static void general_set_owner(mk_ctx *ctx, uintptr_t tid)
     each_page(gen(ctx), set_tid, &tid);
 }
 
+typedef struct live_walk {
+    void (*fn)(mki_page *, void *, void *);
+    void *arg;
+} live_walk;
+
+static void page_each_live(mki_page *pg, void *arg)
+{
+    live_walk *w = arg;
+    mki_instr_page_each_live(pg, w->fn, w->arg);
+}
+
+static void general_each_live(mk_ctx *ctx,
+                              void (*fn)(mki_page *, void *, void *), void *arg)
+{
+    live_walk w = {fn, arg};
+    each_page(gen(ctx), page_each_live, &w);
+}
+
 static int general_init(mk_ctx *ctx, const mk_ctx_opts *opts)
 {
     (void)opts;
@@ -482,4 +520,5 @@ const mki_kind_ops mki_general_ops = {
     .reset = general_reset,
     .stats = general_stats,
     .set_owner = general_set_owner,
+    .each_live = general_each_live,
 };

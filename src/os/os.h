@@ -33,6 +33,10 @@ enum mki_os_purge {
  */
 void *mki_os_reserve(size_t size, size_t align);
 
+/* As mki_os_reserve, but it is p + @offset that is aligned to @align
+ * (offset < align); used to put a header right before an aligned chunk. */
+void *mki_os_reserve_offset(size_t size, size_t align, size_t offset);
+
 /*
  * Give back a reservation made by mki_os_reserve (the whole of it, or an
  * OS-page-aligned part).  Committed bytes inside must have been decommitted

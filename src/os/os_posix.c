@@ -53,6 +53,11 @@ static int injected_failure(void)
 
 void *mki_os_reserve(size_t size, size_t align)
 {
+    return mki_os_reserve_offset(size, align, 0);
+}
+
+void *mki_os_reserve_offset(size_t size, size_t align, size_t offset)
+{
     atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
     if (injected_failure() || size + align < size) {
         errno = ENOMEM;
@@ -65,7 +70,8 @@ void *mki_os_reserve(size_t size, size_t align)
         errno = ENOMEM;
         return NULL;
     }
-    uintptr_t a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+    uintptr_t a =
+        (((uintptr_t)p + offset + align - 1) & ~(uintptr_t)(align - 1)) - offset;
     size_t head = a - (uintptr_t)p;
     size_t tail = span - head - size;
     if (head)

@@ -7,6 +7,7 @@
 #ifndef MKI_PAGE_H
 #define MKI_PAGE_H
 
+#include "../check/annotate.h"
 #include "../types.h"
 
 /* A descriptor that never has a free chunk: the class slot of a context
@@ -53,11 +54,21 @@ MKI_INLINE void mki_page_set_tid(mki_page *pg, uintptr_t tid)
 }
 
 /* Push a free chunk (the free list is threaded through the chunks' first
- * word; a chunk is at least 8 bytes). */
+ * word; a chunk is at least 8 bytes).  Slow paths; the fast path in chunk.c
+ * writes the link itself. */
 MKI_INLINE void mki_page_push(mki_page *pg, void *p)
 {
-    *(void **)p = pg->free;
+    mki_link_set(p, pg->free);
     pg->free = p;
+}
+
+/* Pop a chunk; pre: pg->free != NULL. */
+MKI_INLINE void *mki_page_pop(mki_page *pg)
+{
+    void *b = pg->free;
+    pg->free = mki_link_get(b);
+    pg->used++;
+    return b;
 }
 
 #endif /* MKI_PAGE_H */

@@ -372,6 +372,8 @@ fail:
 void mki_segment_page_release(mki_page *pg)
 {
     mki_segment *s = pg->seg;
+    if (pg->live)
+        mki_instr_page_release(pg);
     pthread_mutex_lock(&arena_lock);
     list_remove(list_of(s), s);
     for (unsigned i = 0; i < pg->units; i++)
@@ -404,12 +406,15 @@ mki_page *mki_segment_huge_alloc(size_t size, size_t align)
     }
     /* The chunk sits at `off` from the segment start; its map entry (unit
      * (off / 1 KiB) mod 4096) lies in the header, before the chunk.  An
-     * alignment of a segment or more puts the chunk at the next boundary,
-     * which p - 1 maps back to this header. */
+     * alignment of a segment or more puts the chunk exactly one segment
+     * after the header, where p - 1 maps back to it. */
     size_t off = align < MKI_OS_PAGE ? MKI_OS_PAGE : align;
+    if (off > MKI_SEG_SIZE)
+        off = MKI_SEG_SIZE;
     size_t total = off + body;
-    size_t ralign = align > MKI_SEG_SIZE ? align : MKI_SEG_SIZE;
-    mki_segment *s = mki_os_reserve(total, ralign);
+    mki_segment *s = align > MKI_SEG_SIZE
+                         ? mki_os_reserve_offset(total, align, MKI_SEG_SIZE)
+                         : mki_os_reserve(total, MKI_SEG_SIZE);
     if (!s)
         return NULL;
     char *chunk = (char *)s + off;

@@ -19,9 +19,9 @@
  * Lookup: n <= 1 KiB is one load from a 129-byte table indexed by
  * (n + 7) / 8; above that, a count-leading-zeros and two shifts.
  *
- * Page sizing: a context's first page of a class is small (1 KiB: ten 64-byte
- * chunks cost one unit, not an OS page) and pages grow with the context to
- * 64 KiB, so a busy context pays one page acquisition per 64 KiB while 10,000
+ * Page sizing: a context's first page of a class is small (1 KiB, or 8
+ * chunks: ten 64-byte chunks cost one unit, not an OS page) and pages grow
+ * with the context to 64 KiB, so a busy context pays one page acquisition per 64 KiB while 10,000
  * tiny contexts stay tiny.  Pages are a power of two of units and naturally
  * aligned, which keeps the unit bitmap search to one word and gives every
  * chunk of a power-of-two class the alignment of its size (mk_alloc_aligned).
@@ -54,6 +54,10 @@ uint32_t mki_class_page_units(unsigned cls, size_t held)
     if (target > MKI_PAGE_MAX)
         target = MKI_PAGE_MAX;
     size_t chunk = mki_class_size[cls];
+    if (target < 8 * chunk) /* a page holds 8 chunks when it can */
+        target = 8 * chunk;
+    if (target > MKI_PAGE_MAX)
+        target = MKI_PAGE_MAX;
     if (target < chunk)
         target = chunk;
     uint32_t units = (uint32_t)((target + MKI_UNIT - 1) >> MKI_UNIT_SHIFT);

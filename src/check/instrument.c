@@ -1,0 +1,319 @@
+/*
+ * instrument.c - the instrumented path every call on an instrumented context
+ * takes: the checking build's checks, and the AddressSanitizer / Valgrind
+ * annotations (annotate.h).
+ *
+ * A context is instrumented when memkit is the checking build
+ * (MK_CONFIG_CHECK), an AddressSanitizer build, or runs under Valgrind.
+ * Such a context has fast_kind = MKI_KIND_SLOW and its pages fast_tid = 0,
+ * so the release fast paths (ctx/chunk.c) hand every call to this file,
+ * which wraps the kind's own operation.  The release build pays nothing.
+ *
+ * Layout of an instrumented chunk (the kind is asked for size + TAIL):
+ *
+ *   | requested bytes | sentinel 0xA5 (>= 1 byte) | requested size (8 bytes) |
+ *   p                 p + n                       p + usable - 8
+ *
+ * so mk_usable_size() is the requested size and a write past it is seen at
+ * free, realloc, reset and delete.  In the checking build freed chunks (and
+ * fresh pages) are filled with 0xDF and the fill is verified when a chunk
+ * is handed out again (a write to freed memory), and small pages keep a bit
+ * per chunk that is set while the chunk is live (double free).  Bits are
+ * atomic: a chunk may be freed by any thread.
+ */
+#include "../internal.h"
+#include "annotate.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define TAIL MKI_INSTR_TAIL
+#define SENTINEL 0xA5
+#define FREED_FILL 0xDF
+
+int mki_valgrind_on;
+static pthread_once_t annotate_once = PTHREAD_ONCE_INIT;
+
+static void annotate_init_once(void)
+{
+#if MKI_VALGRIND
+    mki_valgrind_on = RUNNING_ON_VALGRIND ? 1 : 0;
+#endif
+}
+
+void mki_annotate_init(void) { pthread_once(&annotate_once, annotate_init_once); }
+
+int mki_instr_active(void)
+{
+    mki_annotate_init();
+    return MK_CONFIG_CHECK || MKI_ASAN || mki_valgrind_on;
+}
+
+/* ---- contexts ------------------------------------------------------------- */
+
+void mki_instr_ctx_new(mk_ctx *ctx)
+{
+#if MKI_VALGRIND
+    if (mki_valgrind_on)
+        VALGRIND_CREATE_MEMPOOL(ctx, 0, 0);
+#endif
+    (void)ctx;
+}
+
+/* ---- the live bitmap of small pages --------------------------------------- */
+
+static size_t live_bytes(const mki_page *pg)
+{
+    return ((size_t)pg->capacity + 63) / 64 * 8;
+}
+
+static size_t chunk_index(const mki_page *pg, const void *p)
+{
+    return (size_t)((const char *)p - pg->start) / pg->chunk_size;
+}
+
+/* Set or clear the live bit of @p; returns the bit's previous value. */
+static int live_flip(mki_page *pg, const void *p, int on)
+{
+    size_t i = chunk_index(pg, p);
+    uint64_t bit = 1ull << (i % 64);
+    uint64_t old = on ? atomic_fetch_or(&pg->live[i / 64], bit)
+                      : atomic_fetch_and(&pg->live[i / 64], ~bit);
+    return (old & bit) != 0;
+}
+
+int mki_instr_page_new(mki_page *pg)
+{
+    size_t area = (size_t)(pg->end - pg->start);
+    if (MK_CONFIG_CHECK && pg->kind == MKI_PAGE_SMALL) {
+        pg->live = mki_meta_alloc(live_bytes(pg));
+        if (!pg->live)
+            return -1;
+        memset(pg->start, FREED_FILL, area);
+    }
+    mki_mem_noaccess(pg->start, area);
+    return 0;
+}
+
+/* A page kept by a reset: every chunk it held is gone. */
+void mki_instr_page_reset(mki_page *pg)
+{
+    size_t area = (size_t)(pg->end - pg->start);
+    mki_mem_undefined(pg->start, area);
+    if (pg->live) {
+        memset((void *)pg->live, 0, live_bytes(pg));
+        memset(pg->start, FREED_FILL, area);
+    }
+    mki_mem_noaccess(pg->start, area);
+}
+
+void mki_instr_page_release(mki_page *pg)
+{
+    if (pg->live) {
+        mki_meta_free((void *)pg->live, live_bytes(pg));
+        pg->live = NULL;
+    }
+}
+
+/* ---- the tail ------------------------------------------------------------- */
+
+/* Read the requested size from the tail of chunk @p and verify the
+ * sentinel; 1 if intact. */
+static int tail_ok(const char *p, size_t usable, size_t *req)
+{
+    if (usable < TAIL)
+        return 0;
+    uint64_t n;
+    mki_mem_defined(p + usable - 8, 8);
+    memcpy(&n, p + usable - 8, 8);
+    mki_mem_noaccess(p + usable - 8, 8);
+    if (n > usable - TAIL)
+        return 0;
+    int ok = 1;
+    if (MK_CONFIG_CHECK) {
+        mki_mem_defined(p + n, usable - 8 - n);
+        for (size_t i = n; i < usable - 8; i++)
+            if ((unsigned char)p[i] != SENTINEL) {
+                ok = 0;
+                break;
+            }
+        mki_mem_noaccess(p + n, usable - 8 - n);
+    }
+    *req = (size_t)n;
+    return ok;
+}
+
+static size_t kind_usable(mki_page *pg, const void *p)
+{
+    return mki_kinds[pg->ctx->kind]->usable_size(pg, p);
+}
+
+/* The size the program asked for (its usable size while instrumented). */
+size_t mki_instr_usable(mki_page *pg, const void *p)
+{
+    size_t req = 0;
+    return tail_ok(p, kind_usable(pg, p), &req) ? req : 0;
+}
+
+static int is_live(mki_page *pg, const void *p)
+{
+    if (pg->live)
+        return (int)((atomic_load(&pg->live[chunk_index(pg, p) / 64]) >>
+                      (chunk_index(pg, p) % 64)) & 1);
+    const mki_kind_ops *ops = mki_kinds[pg->ctx->kind];
+    return ops->is_live ? ops->is_live(pg, p) : 1;
+}
+
+/* ---- allocation and free -------------------------------------------------- */
+
+void *mki_instr_alloc(mk_ctx *ctx, size_t size, size_t align)
+{
+    const mki_kind_ops *ops = mki_kinds[ctx->kind];
+    if (size > MKI_SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *p = align > 8 ? ops->alloc_aligned(ctx, size + TAIL, align)
+                        : ops->alloc(ctx, size + TAIL);
+    if (!p)
+        return NULL;
+    mki_page *pg = mki_page_of(p);
+    size_t usable = kind_usable(pg, p);
+    mki_mem_undefined(p, usable);
+    if (pg->live) {
+        /* a reused chunk still holds the fill, but for its link word */
+        for (size_t i = sizeof(void *); i < usable; i++)
+            if ((unsigned char)p[i] != FREED_FILL) {
+                mki_error_report("write to freed memory", p, ctx);
+                break;
+            }
+        live_flip(pg, p, 1);
+    }
+    uint64_t n = size;
+    memset(p + size, SENTINEL, usable - 8 - size);
+    memcpy(p + usable - 8, &n, 8);
+    mki_mem_noaccess(p + size, usable - size);
+#if MKI_VALGRIND
+    if (mki_valgrind_on) {
+        mki_mem_noaccess(p, size);
+        VALGRIND_MEMPOOL_ALLOC(ctx, p, size);
+    }
+#endif
+    return p;
+}
+
+void mki_instr_free(mki_page *pg, void *p)
+{
+    mk_ctx *ctx = pg->ctx;
+    const mki_kind_ops *ops = mki_kinds[ctx->kind];
+    if (ops->no_free) {
+        if (MK_CONFIG_CHECK)
+            mki_error_report("mk_free of a chunk of a BUMP context (its "
+                             "memory returns on reset or delete)",
+                             p, ctx);
+        return;
+    }
+    size_t usable = kind_usable(pg, p), req;
+    if (MK_CONFIG_CHECK) {
+        if (!is_live(pg, p)) {
+            mki_error_report("double free", p, ctx);
+            return;
+        }
+        if (!tail_ok(p, usable, &req)) {
+            mki_error_report("write past the requested size", p, ctx);
+            return;
+        }
+        if (pg->live && !live_flip(pg, p, 0)) {
+            mki_error_report("double free", p, ctx); /* lost a race */
+            return;
+        }
+        if (pg->kind == MKI_PAGE_SMALL || pg->kind == MKI_PAGE_BLOCK) {
+            mki_mem_undefined(p, usable);
+            memset(p, FREED_FILL, usable);
+        }
+    }
+#if MKI_VALGRIND
+    if (mki_valgrind_on)
+        VALGRIND_MEMPOOL_FREE(ctx, p);
+#endif
+    mki_mem_noaccess(p, usable);
+    if (ctx->owner_tid != mki_tid())
+        mki_chunk_remote_push(ctx, p);
+    else
+        ops->free(pg, p);
+}
+
+void *mki_instr_realloc(mki_page *pg, void *p, size_t size)
+{
+    mk_ctx *ctx = pg->ctx;
+    if (mki_kinds[ctx->kind]->no_free) {
+        if (MK_CONFIG_CHECK)
+            mki_error_report("mk_realloc of a chunk of a BUMP context", p,
+                             ctx);
+        errno = ENOTSUP;
+        return NULL;
+    }
+    size_t usable = kind_usable(pg, p), old = 0;
+    if (MK_CONFIG_CHECK && !is_live(pg, p)) {
+        mki_error_report("realloc of a freed chunk", p, ctx);
+        return NULL;
+    }
+    if (!tail_ok(p, usable, &old)) {
+        mki_error_report("write past the requested size", p, ctx);
+        return NULL;
+    }
+    void *q = mki_instr_alloc(ctx, size, 0);
+    if (!q)
+        return NULL;
+    memcpy(q, p, old < size ? old : size);
+    mki_instr_free(pg, p);
+    return q;
+}
+
+/* ---- reset and delete ----------------------------------------------------- */
+
+static void verify_chunk(mki_page *pg, void *p, void *arg)
+{
+    (void)arg;
+    size_t req;
+    if (!tail_ok(p, kind_usable(pg, p), &req))
+        mki_error_report("write past the requested size (found at reset "
+                         "or delete)",
+                         p, pg->ctx);
+}
+
+/* Call @fn on every live chunk of a page that has a live bitmap, or on the
+ * one chunk of a large or huge page. */
+void mki_instr_page_each_live(mki_page *pg,
+                              void (*fn)(mki_page *, void *, void *), void *arg)
+{
+    if (pg->kind == MKI_PAGE_LARGE || pg->kind == MKI_PAGE_HUGE) {
+        fn(pg, pg->start, arg);
+        return;
+    }
+    if (!pg->live)
+        return;
+    for (size_t w = 0; w * 64 < pg->capacity; w++) {
+        uint64_t bits = atomic_load(&pg->live[w]);
+        while (bits) {
+            unsigned b = (unsigned)__builtin_ctzll(bits);
+            bits &= bits - 1;
+            fn(pg, pg->start + (w * 64 + b) * pg->chunk_size, arg);
+        }
+    }
+}
+
+/* Before a reset (@deleting 0) or a delete of an instrumented context. */
+void mki_instr_reset(mk_ctx *ctx, int deleting)
+{
+    if (MK_CONFIG_CHECK && mki_kinds[ctx->kind]->each_live)
+        mki_kinds[ctx->kind]->each_live(ctx, verify_chunk, NULL);
+#if MKI_VALGRIND
+    if (mki_valgrind_on) {
+        VALGRIND_DESTROY_MEMPOOL(ctx);
+        if (!deleting)
+            VALGRIND_CREATE_MEMPOOL(ctx, 0, 0);
+    }
+#endif
+    (void)deleting;
+}

@@ -1,0 +1,350 @@
+/*
+ * generation.c - the GENERATION context kind: any size, individual free,
+ * for data that dies roughly in the order it was born (queues, tuple
+ * buffers, per-batch state).  PostgreSQL's generation.c is the model.
+ *
+ * Data structure: chunks are bumped into blocks (pages of 4 KiB growing to
+ * 256 KiB) one after the other; a block counts its live chunks and goes
+ * back to the shared page pool the moment the count falls to zero (the
+ * block being filled is instead rewound and reused).  Freed space inside a
+ * block is never reused: that is the trade-off that makes allocation a
+ * bump and free a decrement, and it is why this kind suits FIFO lifetimes
+ * and wastes memory when a few long-lived chunks pin otherwise dead blocks.
+ *
+ * Chunk layout: an 8-byte header {size, state} right before the data (the
+ * size is what realloc and mk_usable_size need; the state word makes a
+ * double free visible), data aligned to 16.  Chunks larger than a quarter of
+ * the largest block get a page (or a huge segment) of their own, without a
+ * header.  Every page of this kind has fast_tid 0: frees always reach
+ * gen_free.
+ */
+#include "../internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define HDR 8u
+#define FIRST_BLOCK ((size_t)4 << 10)
+#define MAX_BLOCK ((size_t)256 << 10)
+#define STATE_LIVE 0x6576696cu /* "live" */
+#define STATE_DEAD 0x64616564u /* "dead" */
+
+typedef struct gen_hdr {
+    uint32_t size;  /* usable bytes of the chunk (a multiple of 16) */
+    uint32_t state; /* STATE_LIVE or STATE_DEAD */
+} gen_hdr;
+
+static mki_gen *gen(mk_ctx *ctx) { return (mki_gen *)ctx; }
+
+/* Headers are memkit's, not the program's: instrumented, they stay
+ * poisoned except while memkit reads or writes them. */
+static gen_hdr hdr_get(const void *p)
+{
+    gen_hdr h;
+    mki_mem_defined((const char *)p - HDR, HDR);
+    memcpy(&h, (const char *)p - HDR, HDR);
+    mki_mem_noaccess((const char *)p - HDR, HDR);
+    return h;
+}
+
+static void hdr_set(void *p, uint32_t size, uint32_t state)
+{
+    gen_hdr h = {size, state};
+    mki_mem_undefined((char *)p - HDR, HDR);
+    memcpy((char *)p - HDR, &h, HDR);
+    mki_mem_noaccess((char *)p - HDR, HDR);
+}
+
+static void dlist_push(mki_page **head, mki_page *pg)
+{
+    pg->prev = NULL;
+    pg->next = *head;
+    if (*head)
+        (*head)->prev = pg;
+    *head = pg;
+}
+
+static void dlist_remove(mki_page **head, mki_page *pg)
+{
+    if (pg->prev)
+        pg->prev->next = pg->next;
+    else
+        *head = pg->next;
+    if (pg->next)
+        pg->next->prev = pg->prev;
+    pg->next = pg->prev = NULL;
+}
+
+/* Units of a page of @bytes (a power of two up to 64 KiB, else whole
+ * 64 KiB words). */
+static uint32_t units_for(size_t bytes)
+{
+    size_t units = (bytes + MKI_UNIT - 1) >> MKI_UNIT_SHIFT;
+    if (units <= MKI_PAGE_MAX_UNITS) {
+        size_t p2 = 1;
+        while (p2 < units)
+            p2 <<= 1;
+        return (uint32_t)p2;
+    }
+    return (uint32_t)((units + 63) & ~(size_t)63);
+}
+
+/* The first header sits 8 bytes into a block so that data is 16-aligned. */
+static void block_rewind(mki_page *pg)
+{
+    pg->extend = pg->start + HDR;
+    pg->used = 0;
+    pg->live_bytes = 0;
+}
+
+static mki_page *block_new(mki_gen *g, size_t need)
+{
+    size_t bytes = g->block_size;
+    while (bytes < need + HDR)
+        bytes <<= 1;
+    mki_page *pg = mki_segment_page_alloc(units_for(bytes), bytes);
+    if (!pg)
+        return NULL;
+    pg->kind = MKI_PAGE_BLOCK;
+    pg->ctx = &g->base;
+    pg->end = pg->start + bytes;
+    block_rewind(pg);
+    if (g->base.fast_kind == MKI_KIND_SLOW && mki_instr_page_new(pg) != 0) {
+        mki_segment_page_release(pg);
+        return NULL;
+    }
+    if (g->block_size < g->block_max)
+        g->block_size <<= 1;
+    dlist_push(&g->blocks, pg);
+    return pg;
+}
+
+static void *large_alloc(mki_gen *g, size_t size, size_t align)
+{
+    size_t body = (size + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
+    mki_page *pg;
+    if (size <= MKI_LARGE_MAX && align <= MKI_PAGE_MAX) {
+        size_t want = body > align ? body : align;
+        pg = mki_segment_page_alloc(units_for(want), body);
+        if (!pg)
+            return NULL;
+        pg->kind = MKI_PAGE_LARGE;
+        pg->end = pg->start + body;
+    } else {
+        pg = mki_segment_huge_alloc(size, align);
+        if (!pg)
+            return NULL;
+    }
+    pg->ctx = &g->base;
+    pg->used = 1;
+    if (g->base.fast_kind == MKI_KIND_SLOW)
+        mki_instr_page_new(pg);
+    dlist_push(&g->large, pg);
+    return pg->start;
+}
+
+static void *gen_alloc(mk_ctx *ctx, size_t size)
+{
+    mki_gen *g = gen(ctx);
+    if (size > MKI_SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t data = size ? (size + 15) & ~(size_t)15 : 16;
+    size_t need = HDR + data;
+    if (need > g->block_max / 4)
+        return large_alloc(g, size, 0);
+    mki_page *pg = g->cur;
+    if (!pg || (size_t)(pg->end - pg->extend) < need) {
+        mki_page *old = pg;
+        pg = block_new(g, need);
+        if (!pg)
+            return NULL;
+        g->cur = pg;
+        if (old && old->used == 0) { /* nothing live: give it back now */
+            dlist_remove(&g->blocks, old);
+            mki_segment_page_release(old);
+        }
+    }
+    char *p = pg->extend + HDR;
+    hdr_set(p, (uint32_t)data, STATE_LIVE);
+    pg->extend += need;
+    pg->used++;
+    pg->live_bytes += data;
+    return p;
+}
+
+static void *gen_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
+{
+    if (align <= 16)
+        return gen_alloc(ctx, size);
+    /* over-aligned chunks get a page of their own, aligned to its size */
+    return large_alloc(gen(ctx), size < align ? align : size, align);
+}
+
+static void gen_free(mki_page *pg, void *p)
+{
+    mki_gen *g = gen(pg->ctx);
+    if (pg->kind != MKI_PAGE_BLOCK) {
+        dlist_remove(&g->large, pg);
+        mki_page_release(pg);
+        return;
+    }
+    gen_hdr h = hdr_get(p);
+    hdr_set(p, h.size, STATE_DEAD);
+    pg->live_bytes -= h.size;
+    if (--pg->used == 0) {
+        if (pg == g->cur) {
+            block_rewind(pg);
+            if (g->base.fast_kind == MKI_KIND_SLOW)
+                mki_instr_page_reset(pg);
+        } else {
+            dlist_remove(&g->blocks, pg);
+            mki_segment_page_release(pg);
+        }
+    }
+}
+
+static void gen_collect(mk_ctx *ctx)
+{
+    void *list = atomic_exchange_explicit(&ctx->remote, NULL,
+                                          memory_order_acquire);
+    while (list) {
+        void *next = mki_link_get(list);
+        gen_free(mki_page_of(list), list);
+        list = next;
+    }
+}
+
+static size_t gen_usable_size(const mki_page *pg, const void *p)
+{
+    if (pg->kind != MKI_PAGE_BLOCK)
+        return (size_t)(pg->end - pg->start);
+    return hdr_get(p).size;
+}
+
+static void *gen_realloc(mki_page *pg, void *p, size_t size)
+{
+    size_t old = gen_usable_size(pg, p);
+    if (size <= old && (pg->kind == MKI_PAGE_BLOCK || size >= old / 2))
+        return p;
+    mki_gen *g = gen(pg->ctx);
+    size_t data = (size + 15) & ~(size_t)15;
+    /* the newest chunk of the current block grows in place */
+    if (pg == g->cur && (char *)p + old == pg->extend &&
+        data <= (size_t)(pg->end - (char *)p) && HDR + data <= g->block_max / 4) {
+        pg->extend = (char *)p + data;
+        pg->live_bytes += data - old;
+        hdr_set(p, (uint32_t)data, STATE_LIVE);
+        return p;
+    }
+    void *q = gen_alloc(pg->ctx, size);
+    if (!q)
+        return NULL;
+    memcpy(q, p, size < old ? size : old);
+    gen_free(pg, p);
+    return q;
+}
+
+static void gen_page_empty(mki_page *pg) { (void)pg; /* never: fast_tid 0 */ }
+
+static int gen_is_live(const mki_page *pg, const void *p)
+{
+    return pg->kind != MKI_PAGE_BLOCK || hdr_get(p).state == STATE_LIVE;
+}
+
+static void gen_each_live(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
+                          void *arg)
+{
+    mki_gen *g = gen(ctx);
+    for (mki_page *pg = g->blocks; pg; pg = pg->next)
+        for (char *c = pg->start + 2 * HDR; c < pg->extend;) {
+            gen_hdr h = hdr_get(c);
+            if (h.state == STATE_LIVE)
+                fn(pg, c, arg);
+            c += h.size + HDR;
+        }
+    for (mki_page *pg = g->large; pg; pg = pg->next)
+        fn(pg, pg->start, arg);
+}
+
+static void gen_reset(mk_ctx *ctx, int keep_one)
+{
+    mki_gen *g = gen(ctx);
+    atomic_store_explicit(&ctx->remote, NULL, memory_order_relaxed);
+    mki_page *keep = keep_one ? g->cur : NULL;
+    for (mki_page *pg = g->blocks, *next; pg; pg = next) {
+        next = pg->next;
+        if (pg != keep)
+            mki_segment_page_release(pg);
+    }
+    for (mki_page *pg = g->large, *next; pg; pg = next) {
+        next = pg->next;
+        mki_page_release(pg);
+    }
+    g->blocks = g->large = NULL;
+    g->cur = keep;
+    if (keep) {
+        keep->next = keep->prev = NULL;
+        g->blocks = keep;
+        block_rewind(keep);
+        if (ctx->fast_kind == MKI_KIND_SLOW)
+            mki_instr_page_reset(keep);
+    }
+}
+
+static void gen_destroy(mk_ctx *ctx) { gen_reset(ctx, 0); }
+
+static void gen_stats(const mk_ctx *ctx, mk_stats *out)
+{
+    const mki_gen *g = (const mki_gen *)ctx;
+    for (mki_page *pg = g->blocks; pg; pg = pg->next) {
+        out->blocks++;
+        out->bytes_reserved += pg->size;
+        out->chunks += pg->used;
+        out->bytes_used += pg->live_bytes;
+    }
+    for (mki_page *pg = g->large; pg; pg = pg->next) {
+        out->blocks++;
+        out->bytes_reserved += pg->size;
+        out->chunks++;
+        out->bytes_used += (size_t)(pg->end - pg->start);
+    }
+}
+
+static void gen_set_owner(mk_ctx *ctx, uintptr_t tid) { (void)ctx, (void)tid; }
+
+static int gen_init(mk_ctx *ctx, const mk_ctx_opts *opts)
+{
+    mki_gen *g = gen(ctx);
+    size_t first = opts && opts->block_size ? opts->block_size : FIRST_BLOCK;
+    if (first < MKI_UNIT || first > MKI_LARGE_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    size_t p2 = MKI_UNIT;
+    while (p2 < first)
+        p2 <<= 1;
+    g->block_size = p2;
+    g->block_max = p2 > MAX_BLOCK ? p2 : MAX_BLOCK;
+    return 0;
+}
+
+const mki_kind_ops mki_generation_ops = {
+    .name = "generation",
+    .ctx_size = sizeof(mki_gen),
+    .init = gen_init,
+    .destroy = gen_destroy,
+    .alloc = gen_alloc,
+    .alloc_aligned = gen_alloc_aligned,
+    .free = gen_free,
+    .page_empty = gen_page_empty,
+    .collect = gen_collect,
+    .realloc = gen_realloc,
+    .usable_size = gen_usable_size,
+    .reset = gen_reset,
+    .stats = gen_stats,
+    .set_owner = gen_set_owner,
+    .is_live = gen_is_live,
+    .each_live = gen_each_live,
+};

@@ -1,0 +1,184 @@
+/*
+ * pool.c - typed pools: fixed-size objects over SLAB contexts.
+ *
+ * A pool is a SLAB context (the root) plus a name and flags.  Without
+ * MK_POOL_THREADSAFE, alloc and free go straight to the slab (no lookup:
+ * the pool is the slab).  With it, every thread allocates from a slab of
+ * its own, a child of the root owned by that thread, so the allocation path
+ * has no lock and no atomic operation; a free from another thread is pushed
+ * on the owning slab's atomic remote list, which its thread collects when it
+ * runs out of partly free pages.  The calling thread's slab is found
+ * through a one-entry thread-local cache (pool pointer and a unique pool id,
+ * so a new pool at a freed pool's address is not mistaken for it); on a
+ * miss, the pool's mutex guards the walk of the children and the creation
+ * of a new slab.
+ *
+ * Trade-off: a thread that allocates from many thread-safe pools in turn
+ * misses the one-entry cache each time (a mutex and a short walk); a slab
+ * whose thread has exited keeps its objects (and pages) until the pool is
+ * deleted, or until a new thread that reuses the dead thread's identity
+ * adopts it.
+ */
+#include "ctx/slab.h"
+
+#include <errno.h>
+
+struct mk_pool {
+    mki_slab *fast;        /* the slab when alloc/free need no lookup and
+                              no instrumentation; else NULL */
+    const char *name;
+    size_t size, align;
+    unsigned flags;
+    uint64_t id;
+    mk_ctx *root;          /* the slab; thread-safe: the creator's slab */
+    pthread_mutex_t lock;  /* thread-safe: the children of root */
+};
+
+static _Atomic uint64_t next_id = 1;
+
+static _Thread_local struct {
+    const mk_pool *pool;
+    uint64_t id;
+    mk_ctx *slab;
+} cache;
+
+mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
+                     unsigned flags)
+{
+    if (size == 0 || (align & (align - 1)) != 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    mk_pool *pool = mki_meta_alloc(sizeof *pool);
+    if (!pool)
+        return NULL;
+    mk_ctx_opts opts = {.chunk_size = size, .chunk_align = align};
+    pool->root = mk_ctx_new(NULL, name, MK_SLAB, &opts);
+    if (!pool->root) {
+        mki_meta_free(pool, sizeof *pool);
+        return NULL;
+    }
+    pool->root->user = pool;
+    pool->name = name ? name : "?";
+    pool->size = size;
+    pool->align = align;
+    pool->flags = flags;
+    pool->id = atomic_fetch_add(&next_id, 1);
+    if (!(flags & MK_POOL_THREADSAFE) && pool->root->fast_kind == MK_SLAB)
+        pool->fast = (mki_slab *)pool->root;
+    pthread_mutex_init(&pool->lock, NULL);
+    return pool;
+}
+
+/* The calling thread's slab in a thread-safe pool. */
+static MKI_NOINLINE mk_ctx *shard_slow(mk_pool *pool)
+{
+    uintptr_t tid = mki_tid();
+    mk_ctx *found = NULL;
+    pthread_mutex_lock(&pool->lock);
+    if (pool->root->owner_tid == tid)
+        found = pool->root;
+    for (mk_ctx *c = pool->root->first_child; !found && c; c = c->next_sibling)
+        if (c->owner_tid == tid)
+            found = c;
+    if (!found) {
+        mk_ctx_opts opts = {.chunk_size = pool->size, .chunk_align = pool->align};
+        found = mk_ctx_new(pool->root, pool->name, MK_SLAB, &opts);
+        if (found)
+            found->user = pool;
+    }
+    pthread_mutex_unlock(&pool->lock);
+    if (found) {
+        cache.pool = pool;
+        cache.id = pool->id;
+        cache.slab = found;
+    }
+    return found;
+}
+
+static mk_ctx *shard(mk_pool *pool)
+{
+    if (!(pool->flags & MK_POOL_THREADSAFE))
+        return pool->root;
+    if (MKI_LIKELY(cache.pool == pool && cache.id == pool->id))
+        return cache.slab;
+    return shard_slow(pool);
+}
+
+/* Thread-safe or instrumented pools. */
+static MKI_NOINLINE void *alloc_slow(mk_pool *pool)
+{
+    mk_ctx *c = shard(pool);
+    if (MKI_UNLIKELY(!c))
+        return NULL;
+    if (c->fast_kind == MKI_KIND_SLOW)
+        return mki_instr_alloc(c, pool->size, 0);
+    return mki_slab_alloc_fast((mki_slab *)c);
+}
+
+void *mk_pool_alloc(mk_pool *pool)
+{
+    if (MKI_LIKELY(pool->fast != NULL))
+        return mki_slab_alloc_fast(pool->fast);
+    return alloc_slow(pool);
+}
+
+static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
+{
+    mki_page *pg = MK_CONFIG_CHECK ? mki_check_pointer(obj, "pool free")
+                                   : mki_page_of(obj);
+    if (!pg)
+        return;
+    mk_ctx *c = pg->ctx;
+    if (MK_CONFIG_CHECK && c->user != pool) {
+        const mk_pool *owner = c->user;
+        mki_error_wrong_pool(obj, owner ? "pool" : "context",
+                             owner ? owner->name : c->name, pool->name);
+        return;
+    }
+    if (c->fast_kind == MKI_KIND_SLOW)
+        mki_instr_free(pg, obj);
+    else if (!(pool->flags & MK_POOL_THREADSAFE) || c->owner_tid == mki_tid())
+        mki_slab_free_fast((mki_slab *)c, pg, obj);
+    else
+        mki_chunk_remote_push(c, obj);
+}
+
+void mk_pool_free(mk_pool *pool, void *obj)
+{
+    if (MKI_LIKELY(pool->fast != NULL && obj != NULL)) {
+        mki_slab_free_fast(pool->fast, mki_page_of(obj), obj);
+        return;
+    }
+    if (obj)
+        free_slow(pool, obj);
+}
+
+int mk_pool_stats(const mk_pool *pool, mk_stats *out)
+{
+    if (!pool) {
+        errno = EINVAL;
+        return -1;
+    }
+    return mk_ctx_stats(pool->root, out, 1);
+}
+
+void mk_pool_delete(mk_pool *pool)
+{
+    if (!pool)
+        return;
+    /* take in what other threads freed, so it is not counted as leaked */
+    mki_kinds[MK_SLAB]->collect(pool->root);
+    for (mk_ctx *c = pool->root->first_child; c; c = c->next_sibling)
+        mki_kinds[MK_SLAB]->collect(c);
+    mk_stats st;
+    mk_ctx_stats(pool->root, &st, 1);
+    if (st.chunks)
+        mki_error_leak("pool", pool->name, "objects", st.chunks,
+                       st.chunks * pool->size);
+    mk_ctx_delete(pool->root);
+    pthread_mutex_destroy(&pool->lock);
+    if (cache.pool == pool)
+        cache.pool = NULL;
+    mki_meta_free(pool, sizeof *pool);
+}
