@@ -1,0 +1,173 @@
+/*
+ * main.c - memkit-bench: options, the report header, and the driver that
+ * runs the selected workloads and prints their tables, the targets and the
+ * CSV files.
+ *
+ *   memkit-bench [--quick | --full] [--runs N] [--only W1,W2,RSS] [--csv DIR]
+ *
+ * --quick (the default, `make bench`) runs the grid up to 64 MiB live with
+ * 5 runs per figure and at least 4M timed allocations per W1 cell, in about
+ * a minute on a 2-core machine; --full (`make bench-full`) adds 256 MiB and
+ * 1 GiB live, 7 runs and 10M allocations per cell, and takes far longer
+ * (tens of minutes; cells that would not fit in memory are skipped).
+ * The bench pins itself to one CPU, runs the workloads one after the other,
+ * prints each workload's table as soon as it is done, then the targets.
+ * Its exit status is 0 whatever the figures (2 for a usage or system error):
+ * it measures, it does not assert.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "alloc_iface.h"
+#include "bench.h"
+#include "measure.h"
+#include "report.h"
+#include "sys.h"
+#include "targets.h"
+#include "timing.h"
+
+#ifndef MEMKIT_BENCH_RESULTS_DIR
+#define MEMKIT_BENCH_RESULTS_DIR "bench/results"
+#endif
+
+static const struct workload {
+    const char *name;
+    void (*run)(const bench_opts *);
+    const char *what;
+} workloads[] = {
+    {"W1", bench_w1, "PostgreSQL palloc test: chunk sizes x live memory, free-oldest and reset"},
+    {"W2", bench_w2, "Godot Variant pool test: 10M x 24/48-byte allocate, write, read, free"},
+    {"RSS", bench_rss, "memory per chunk: RSS of 1,000,000 live 24-byte chunks"},
+};
+#define NWORKLOAD (int)(sizeof workloads / sizeof workloads[0])
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: memkit-bench [--quick | --full] [--runs N] [--only LIST] [--csv DIR]\n"
+            "  --quick      the quick suite (default): live memory up to 64 MiB, 5 runs\n"
+            "  --full       the whole grid: live memory up to 1 GiB, 7 runs (long)\n"
+            "  --runs N     runs per figure (1..%d); each figure is their median\n"
+            "  --only LIST  run only these workloads, comma-separated:",
+            BENCH_MAX_RUNS);
+    for (int i = 0; i < NWORKLOAD; i++)
+        fprintf(out, "%s%s", i ? "," : " ", workloads[i].name);
+    fprintf(out, "\n  --csv DIR    write the CSV files to DIR (default %s)\n",
+            MEMKIT_BENCH_RESULTS_DIR);
+    for (int i = 0; i < NWORKLOAD; i++)
+        fprintf(out, "  %-4s %s\n", workloads[i].name, workloads[i].what);
+}
+
+/* Parse --only's list into @sel; 0 on success. */
+static int parse_only(const char *list, int *sel)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int i = 0; i < NWORKLOAD; i++)
+            if (strcasecmp(w, workloads[i].name) == 0)
+                sel[i] = found = 1;
+        if (!found) {
+            fprintf(stderr, "memkit-bench: unknown workload '%s'\n", w);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    /* The RSS child must start from a pristine process: nothing before it. */
+    if (argc == 3 && strcmp(argv[1], "--rss-child") == 0)
+        return bench_rss_child(argv[2]);
+
+    bench_opts o = {.csv_dir = MEMKIT_BENCH_RESULTS_DIR};
+    int runs = 0, sel[NWORKLOAD] = {0}, any_sel = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--quick") == 0) {
+            o.full = 0;
+        } else if (strcmp(a, "--full") == 0) {
+            o.full = 1;
+        } else if (strcmp(a, "--runs") == 0 && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > BENCH_MAX_RUNS) {
+                fprintf(stderr, "memkit-bench: --runs wants 1..%d\n", BENCH_MAX_RUNS);
+                return 2;
+            }
+            runs = (int)v;
+        } else if (strcmp(a, "--only") == 0 && i + 1 < argc) {
+            if (parse_only(argv[++i], sel) != 0)
+                return 2;
+            any_sel = 1;
+        } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
+            o.csv_dir = argv[++i];
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "memkit-bench: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    o.runs = runs ? runs : o.full ? 7 : 5;
+    o.w1_min_ops = o.full ? 10000000u : 4000000u;
+    if (!any_sel)
+        for (int i = 0; i < NWORKLOAD; i++)
+            sel[i] = 1;
+
+    int cpu = bench_sys_pin();
+    char date[64];
+    bench_sys_date(date, sizeof date);
+    const char *mode = o.full ? "full" : "quick";
+    report_set_meta(mode, date);
+
+    printf("memkit-bench (memkit %s): %s suite, %d runs per figure, "
+           "W1 >= %llu timed allocations per cell\n",
+           MK_VERSION_STRING, mode, o.runs, (unsigned long long)o.w1_min_ops);
+    printf("date:       %s\n", date);
+    bench_sys_describe(stdout, cpu);
+    double load = bench_sys_load();
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (load >= 0)
+        printf("load:       %.2f (1-minute average at start)%s\n", load,
+               load > 0.5 * (double)ncpu ? " - WARNING: the machine is busy, figures will be noisy"
+                                         : "");
+    if (mk_checking())
+        printf("WARNING:    memkit was built with its checks on: figures are not release figures\n");
+    for (int a = 0; a < BA_COUNT; a++)
+        printf("%-11s %s\n", a == 0 ? "allocators:" : "", bench_alloc_get(a)->desc);
+    printf("method:     every figure is the median of %d runs; the allocators alternate "
+           "run by run\n            (%s, %s, %s, ...); every ratio is %s / X from the "
+           "same run:\n            > 1 means X is faster (or smaller) than %s\n",
+           o.runs, bench_alloc_get(0)->name, bench_alloc_get(1 % BA_COUNT)->name,
+           bench_alloc_get(0)->name, bench_alloc_get(BA_BASELINE)->name,
+           bench_alloc_get(BA_BASELINE)->name);
+    fflush(stdout);
+
+    uint64_t t0 = bench_now_ns();
+    for (int w = 0; w < NWORKLOAD; w++) {
+        if (!sel[w])
+            continue;
+        int from = report_nsections();
+        workloads[w].run(&o);
+        report_print(stdout, from);
+    }
+    double secs = (double)(bench_now_ns() - t0) / 1e9;
+
+    int csv_ok = report_write_csv(o.csv_dir) == 0;
+    targets_report(stdout, csv_ok ? o.csv_dir : NULL);
+    printf("\ntotal time: %.1f s", secs);
+    if ((load = bench_sys_load()) >= 0)
+        printf("; load average at the end %.2f", load);
+    if (csv_ok)
+        printf("; CSV files in %s/", o.csv_dir);
+    printf("\n");
+    return 0;
+}

@@ -1,0 +1,435 @@
+/*
+ * report.c - the results store, the tables on stdout, the CSV files and the
+ * progress line on stderr (see report.h for the model: sections, rows,
+ * figures, ratios baseline / allocator).
+ *
+ * Tables list one row per cell: the median of each allocator, the ratio
+ * malloc / X for each other allocator, and the spread (the largest
+ * (max - min) / median over the allocators of the row, in percent) so that a
+ * reader can tell a real difference from noise.  Sections whose cells form a
+ * chunk-size x live-memory grid (W1) also get the ratios as a matrix.
+ * CSV files are in long form - one line per cell and allocator - so that new
+ * allocators add lines, not columns, and old scripts keep working.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "timing.h"
+
+#define MAX_SECTIONS 64
+
+static bench_section sections[MAX_SECTIONS];
+static int nsections;
+static bench_row *rows;
+static size_t nrows, cap_rows;
+static const char *meta_mode = "", *meta_date = "";
+
+void report_set_meta(const char *mode, const char *date)
+{
+    meta_mode = mode;
+    meta_date = date;
+}
+
+int report_section(const char *workload, const char *name, const char *unit,
+                   size_t items, const char *about)
+{
+    if (nsections == MAX_SECTIONS) {
+        fprintf(stderr, "memkit-bench: too many sections (raise MAX_SECTIONS)\n");
+        exit(2);
+    }
+    bench_section *s = &sections[nsections];
+    s->workload = workload;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    snprintf(s->unit, sizeof s->unit, "%s", unit);
+    snprintf(s->about, sizeof s->about, "%s", about ? about : "");
+    s->items = items;
+    return nsections++;
+}
+
+bench_row *report_row(int sec, const char *cell, size_t chunk, size_t live,
+                      uint64_t ops)
+{
+    if (nrows == cap_rows) {
+        cap_rows = cap_rows ? 2 * cap_rows : 128;
+        rows = realloc(rows, cap_rows * sizeof *rows);
+        if (!rows) {
+            fprintf(stderr, "memkit-bench: out of memory for results\n");
+            exit(2);
+        }
+    }
+    bench_row *r = &rows[nrows++];
+    memset(r, 0, sizeof *r);
+    r->section = sec;
+    snprintf(r->cell, sizeof r->cell, "%s", cell);
+    r->chunk = chunk;
+    r->live = live;
+    r->ops = ops;
+    return r;
+}
+
+void report_set(bench_row *row, int alloc, double *samples, int n)
+{
+    bench_fig *f = &row->fig[alloc];
+    bench_minmax(samples, n, &f->min, &f->max);
+    f->median = bench_median(samples, n);
+    f->runs = n;
+}
+
+double report_ratio(const bench_row *row, int alloc)
+{
+    const bench_fig *b = &row->fig[BA_BASELINE], *x = &row->fig[alloc];
+    if (!b->runs || !x->runs || x->median <= 0)
+        return 0;
+    return b->median / x->median;
+}
+
+size_t report_nrows(void) { return nrows; }
+const bench_row *report_get_row(size_t i) { return &rows[i]; }
+int report_nsections(void) { return nsections; }
+const bench_section *report_get_section(int i) { return &sections[i]; }
+
+const char *report_size(size_t bytes, char *buf, size_t len)
+{
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (u < 4 && bytes >= 1024 && bytes % 1024 == 0) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, len, "%zu%s", bytes, unit[u]);
+    return buf;
+}
+
+/* ---- tables --------------------------------------------------------------- */
+
+static void put_value(FILE *out, double v, int width)
+{
+    fprintf(out, v < 100 ? " %*.2f" : " %*.1f", width - 1, v);
+}
+
+/* Which allocators have a figure in section @sec; returns how many. */
+static int present(int sec, int *ids)
+{
+    int n = 0;
+    for (int a = 0; a < BA_COUNT; a++) {
+        for (size_t i = 0; i < nrows; i++) {
+            if (rows[i].section == sec && rows[i].fig[a].runs) {
+                ids[n++] = a;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Distinct non-zero values of a row field (chunk or live) in section @sec,
+ * sorted; returns the count, or -1 if some row lacks the field. */
+static int distinct(int sec, int live, size_t *out, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < nrows; i++) {
+        if (rows[i].section != sec)
+            continue;
+        size_t v = live ? rows[i].live : rows[i].chunk;
+        if (v == 0)
+            return -1;
+        int seen = 0;
+        for (int k = 0; k < n; k++)
+            seen |= out[k] == v;
+        if (!seen && n < max)
+            out[n++] = v;
+    }
+    qsort(out, (size_t)n, sizeof *out, cmp_size);
+    return n;
+}
+
+static const bench_row *find_row(int sec, size_t chunk, size_t live)
+{
+    for (size_t i = 0; i < nrows; i++)
+        if (rows[i].section == sec && rows[i].chunk == chunk && rows[i].live == live)
+            return &rows[i];
+    return NULL;
+}
+
+/* The chunk x live matrix of ratios baseline / @alloc. */
+static void print_matrix(FILE *out, int sec, int alloc)
+{
+    size_t chunks[32], lives[32];
+    int nc = distinct(sec, 0, chunks, 32), nl = distinct(sec, 1, lives, 32);
+    if (nc < 2 || nl < 2)
+        return;
+    char b[32];
+    fprintf(out, "\n  ratio %s/%s by chunk size (rows) and live memory (columns):\n",
+            bench_alloc_get(BA_BASELINE)->name, bench_alloc_get(alloc)->name);
+    fprintf(out, "  %-8s", "");
+    for (int l = 0; l < nl; l++)
+        fprintf(out, " %8s", report_size(lives[l], b, sizeof b));
+    fprintf(out, "\n");
+    for (int c = 0; c < nc; c++) {
+        fprintf(out, "  %-8s", report_size(chunks[c], b, sizeof b));
+        for (int l = 0; l < nl; l++) {
+            const bench_row *r = find_row(sec, chunks[c], lives[l]);
+            double x = r ? report_ratio(r, alloc) : 0;
+            if (x > 0)
+                fprintf(out, " %7.2fx", x);
+            else
+                fprintf(out, " %8s", "-");
+        }
+        fprintf(out, "\n");
+    }
+}
+
+/* @text, word-wrapped to lines of at most @width characters after a
+ * two-space indent. */
+static void put_wrapped(FILE *out, const char *text, int width)
+{
+    while (*text) {
+        int n = (int)strlen(text);
+        if (n > width) {
+            n = width;
+            while (n > 0 && text[n] != ' ')
+                n--;
+            if (n == 0)
+                n = width;
+        }
+        fprintf(out, "  %.*s\n", n, text);
+        text += n;
+        while (*text == ' ')
+            text++;
+    }
+}
+
+static void print_section(FILE *out, int sec)
+{
+    const bench_section *s = &sections[sec];
+    int ids[BA_COUNT], others[BA_COUNT];
+    int n = present(sec, ids), nothers = 0;
+    for (int k = 0; k < n; k++)
+        if (ids[k] != BA_BASELINE)
+            others[nothers++] = ids[k];
+    const char *base = bench_alloc_get(BA_BASELINE)->name;
+
+    fprintf(out, "\n== %s %s: %s ==\n", s->workload, s->name, s->unit);
+    put_wrapped(out, s->about, 86);
+    fprintf(out, "  %-24s", "cell");
+    for (int k = 0; k < n; k++)
+        fprintf(out, " %10s", bench_alloc_get(ids[k])->name);
+    for (int k = 0; k < nothers; k++) {
+        char h[40];
+        if (nothers == 1)
+            snprintf(h, sizeof h, "ratio");
+        else
+            snprintf(h, sizeof h, "%s/%s", base, bench_alloc_get(others[k])->name);
+        fprintf(out, " %9s", h);
+    }
+    if (s->items)
+        for (int k = 0; k < n; k++) {
+            char h[40];
+            snprintf(h, sizeof h, "%s B/chunk", bench_alloc_get(ids[k])->name);
+            fprintf(out, " %15s", h);
+        }
+    fprintf(out, " %7s\n", "spread");
+
+    for (size_t i = 0; i < nrows; i++) {
+        const bench_row *r = &rows[i];
+        if (r->section != sec)
+            continue;
+        fprintf(out, "  %-24s", r->cell);
+        int any = 0;
+        double spread = 0;
+        for (int k = 0; k < n; k++) {
+            const bench_fig *f = &r->fig[ids[k]];
+            if (!f->runs) {
+                fprintf(out, " %10s", "-");
+                continue;
+            }
+            any = 1;
+            put_value(out, f->median, 11);
+            if (f->median > 0 && (f->max - f->min) / f->median > spread)
+                spread = (f->max - f->min) / f->median;
+        }
+        for (int k = 0; k < nothers; k++) {
+            double x = report_ratio(r, others[k]);
+            if (x > 0)
+                fprintf(out, " %8.2fx", x);
+            else
+                fprintf(out, " %9s", "-");
+        }
+        if (s->items)
+            for (int k = 0; k < n; k++) {
+                const bench_fig *f = &r->fig[ids[k]];
+                if (f->runs)
+                    fprintf(out, " %15.1f", f->median * 1e6 / (double)s->items);
+                else
+                    fprintf(out, " %15s", "-");
+            }
+        if (any)
+            fprintf(out, " %6.0f%%", spread * 100);
+        if (r->note[0])
+            fprintf(out, "  %s", r->note);
+        fprintf(out, "\n");
+    }
+    for (int k = 0; k < nothers; k++)
+        print_matrix(out, sec, others[k]);
+}
+
+void report_print(FILE *out, int from)
+{
+    for (int s = from; s < nsections; s++)
+        print_section(out, s);
+    fflush(out);
+}
+
+/* ---- CSV -------------------------------------------------------------------- */
+
+static int mkdir_p(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+FILE *report_csv_open(const char *dir, const char *name)
+{
+    if (mkdir_p(dir) != 0) {
+        fprintf(stderr, "memkit-bench: cannot create %s: %s\n", dir, strerror(errno));
+        return NULL;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "memkit-bench: cannot write %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+/* A text field, quoted (RFC 4180). */
+static void csv_text(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static int write_workload(const char *dir, const char *workload)
+{
+    char name[64];
+    size_t k = 0;
+    for (const char *p = workload; *p && k < sizeof name - 5; p++)
+        name[k++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    memcpy(name + k, ".csv", 5);
+    FILE *f = report_csv_open(dir, name);
+    if (!f)
+        return -1;
+    fprintf(f, "mode,date,workload,section,cell,chunk_bytes,live_bytes,ops_per_run,"
+               "allocator,unit,median,min,max,runs,ratio_vs_%s,note\n",
+            bench_alloc_get(BA_BASELINE)->name);
+    for (size_t i = 0; i < nrows; i++) {
+        const bench_row *r = &rows[i];
+        const bench_section *s = &sections[r->section];
+        if (strcmp(s->workload, workload) != 0)
+            continue;
+        for (int a = 0; a < BA_COUNT; a++) {
+            const bench_fig *fg = &r->fig[a];
+            if (!fg->runs && !(a == 0 && r->note[0]))
+                continue; /* a cell with no figure at all still gets a line */
+            fprintf(f, "%s,", meta_mode);
+            csv_text(f, meta_date);
+            fprintf(f, ",%s,%s,", s->workload, s->name);
+            csv_text(f, r->cell);
+            fprintf(f, ",%zu,%zu,%llu,%s,%s,", r->chunk, r->live,
+                    (unsigned long long)r->ops, bench_alloc_get(a)->name, s->unit);
+            if (fg->runs)
+                fprintf(f, "%.4f,%.4f,%.4f,%d,", fg->median, fg->min, fg->max, fg->runs);
+            else
+                fprintf(f, ",,,0,");
+            double x = report_ratio(r, a);
+            if (x > 0)
+                fprintf(f, "%.4f,", x);
+            else
+                fprintf(f, ",");
+            csv_text(f, r->note);
+            fprintf(f, "\n");
+        }
+    }
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "memkit-bench: error writing %s/%s\n", dir, name);
+        return -1;
+    }
+    return 0;
+}
+
+int report_write_csv(const char *dir)
+{
+    int rc = 0;
+    for (int s = 0; s < nsections; s++) {
+        int first = 1; /* one file per workload, written once */
+        for (int t = 0; t < s; t++)
+            if (strcmp(sections[t].workload, sections[s].workload) == 0)
+                first = 0;
+        if (first && write_workload(dir, sections[s].workload) != 0)
+            rc = -1;
+    }
+    return rc;
+}
+
+/* ---- progress --------------------------------------------------------------- */
+
+static int progress_open;
+
+void report_progress(const char *fmt, ...)
+{
+    static uint64_t start;
+    static int tty = -1;
+    if (tty < 0) {
+        tty = isatty(STDERR_FILENO);
+        start = bench_now_ns();
+    }
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    double t = (double)(bench_now_ns() - start) / 1e9;
+    if (tty) {
+        fprintf(stderr, "\r[%5.0fs] %s\033[K", t, line);
+        progress_open = 1;
+    } else {
+        fprintf(stderr, "[%5.0fs] %s\n", t, line);
+    }
+    fflush(stderr);
+}
+
+void report_progress_end(void)
+{
+    if (progress_open) {
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+        progress_open = 0;
+    }
+}

@@ -1,0 +1,89 @@
+/*
+ * report.h - the results of a bench run and everything printed about them:
+ * progress on stderr, the tables on stdout, the CSV files.
+ *
+ * Results are organised as sections (one measured quantity of one workload,
+ * e.g. "W1 free-oldest, ns per allocation") holding rows (one cell, e.g.
+ * "64B x 4MiB"), each row holding one figure per allocator: the median,
+ * minimum and maximum of its runs.  The ratio shown for allocator X is
+ * baseline / X (baseline = the system malloc): for times and for memory
+ * alike, > 1 means X is better.  Workloads only record; targets.c reads the
+ * rows back to judge the issue's targets.
+ */
+#ifndef BENCH_REPORT_H
+#define BENCH_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "alloc_iface.h"
+
+typedef struct bench_fig {
+    double median, min, max;
+    int runs; /* 0: not measured */
+} bench_fig;
+
+typedef struct bench_section {
+    const char *workload; /* "W1", "W2", "RSS": also the CSV file name */
+    char name[32];        /* "free-oldest" */
+    char unit[24];        /* "ns/alloc", "MB" */
+    char about[256];      /* one line printed under the title */
+    size_t items;         /* > 0: unit is MB and a bytes-per-item column is
+                             added (RSS: bytes per chunk) */
+} bench_section;
+
+typedef struct bench_row {
+    int section;
+    char cell[40];  /* "64B x 4MiB" */
+    size_t chunk;   /* chunk size in bytes (0: not applicable) */
+    size_t live;    /* live bytes (0: not applicable) */
+    uint64_t ops;   /* operations per run */
+    bench_fig fig[BA_COUNT];
+    char note[96];  /* why a cell has no figures, or a warning */
+} bench_row;
+
+/** Where the report stamps its CSV rows ("quick"/"full", the date). */
+void report_set_meta(const char *mode, const char *date);
+
+/** Open a new section; returns its index. */
+int report_section(const char *workload, const char *name, const char *unit,
+                   size_t items, const char *about);
+
+/** Add a row to section @p sec; the row stays valid until the next call. */
+bench_row *report_row(int sec, const char *cell, size_t chunk, size_t live,
+                      uint64_t ops);
+
+/** Record the @p n samples of allocator @p alloc (sorted in place). */
+void report_set(bench_row *row, int alloc, double *samples, int n);
+
+/** baseline / @p alloc for @p row, or 0 if either was not measured. */
+double report_ratio(const bench_row *row, int alloc);
+
+size_t report_nrows(void);
+const bench_row *report_get_row(size_t i);
+int report_nsections(void);
+const bench_section *report_get_section(int i);
+
+/** Print sections [@p from, end) as tables. */
+void report_print(FILE *out, int from);
+
+/** Write one CSV file per workload (<dir>/<workload>.csv, lower case);
+ *  creates @p dir.  Returns 0, or -1 after printing why on stderr. */
+int report_write_csv(const char *dir);
+
+/** Open <dir>/<name> for writing, creating @p dir; NULL (and a message) on
+ *  failure. */
+FILE *report_csv_open(const char *dir, const char *name);
+
+/** "8B", "16KiB", "64MiB", "1GiB" for a power-of-two-ish size. */
+const char *report_size(size_t bytes, char *buf, size_t len);
+
+/** A progress line on stderr ("W1 reset 8B x 1KiB: cell 3 of 80"); on a
+ *  terminal it overwrites the previous one. */
+void report_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/** End the progress display (a newline on a terminal). */
+void report_progress_end(void);
+
+#endif /* BENCH_REPORT_H */

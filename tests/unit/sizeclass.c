@@ -1,0 +1,120 @@
+/*
+ * unit/sizeclass.c - the size-class table and lookup (page/sizeclass.[ch]):
+ * mki_class_of(n) is the smallest class >= n for every n in 1..32768 (and
+ * class 0 for n = 0); the direct table agrees with it up to 1 KiB; the
+ * table is strictly increasing, ends at MKI_SMALL_MAX, has exactly four
+ * classes per doubling above 64 bytes, every class but 8 and 24 is a
+ * multiple of 16 (the alignment rule), and the worst-case internal waste is
+ * below 20% above 64 bytes; mki_class_page_units gives a power of two of
+ * units that holds at least one chunk, at most 64, growing with the
+ * context.
+ */
+#include "harness.h"
+
+#include "page/sizeclass.h"
+
+static void test_table_shape(void)
+{
+    CHECK_EQ(mki_class_size[0], 8u);
+    CHECK_EQ(mki_class_size[MKI_NCLASS - 1], MKI_SMALL_MAX);
+    for (unsigned c = 1; c < MKI_NCLASS; c++)
+        CHECK_LT(mki_class_size[c - 1], mki_class_size[c]);
+    /* the classes held inline in a context are exactly those <= 1 KiB */
+    CHECK_EQ(mki_class_size[MKI_NCLASS_DIRECT - 1], MKI_DIRECT_MAX);
+    CHECK_GT(mki_class_size[MKI_NCLASS_DIRECT], MKI_DIRECT_MAX);
+    for (unsigned c = 0; c < MKI_NCLASS; c++) {
+        uint32_t s = mki_class_size[c];
+        CHECK_EQ(s % 8, 0u);
+        if (s != 8 && s != 24)
+            CHECK_EQ(s % 16, 0u);
+    }
+}
+
+static void test_four_per_doubling(void)
+{
+    for (uint32_t lo = 64; lo < MKI_SMALL_MAX; lo *= 2) {
+        unsigned n = 0;
+        for (unsigned c = 0; c < MKI_NCLASS; c++)
+            if (mki_class_size[c] > lo && mki_class_size[c] <= 2 * lo)
+                n++;
+        if (n != 4)
+            th_fail(__FILE__, __LINE__, "(%u, %u] holds %u classes, not 4",
+                    lo, 2 * lo, n);
+        th_checks++;
+    }
+}
+
+static void test_class_of_every_size(void)
+{
+    CHECK_EQ(mki_class_of(0), 0u);
+    int reported = 0;
+    for (size_t n = 1; n <= MKI_SMALL_MAX; n++) {
+        unsigned c = mki_class_of(n);
+        int ok = c < MKI_NCLASS && mki_class_size[c] >= n &&
+                 (c == 0 || mki_class_size[c - 1] < n);
+        th_checks++;
+        if (!ok && reported++ < 10)
+            th_fail(__FILE__, __LINE__, "mki_class_of(%zu) = %u (size %u)", n,
+                    c, c < MKI_NCLASS ? mki_class_size[c] : 0);
+        else if (!ok)
+            th_failures++, th_test_failed++;
+        if (n <= MKI_DIRECT_MAX && mki_class_of_direct(n) != c) {
+            th_checks++;
+            th_fail(__FILE__, __LINE__, "mki_class_of_direct(%zu) = %u, "
+                    "mki_class_of = %u", n, mki_class_of_direct(n), c);
+        }
+    }
+    CHECK_EQ(mki_class_of_direct(0), 0u);
+}
+
+/* The documented worst case: above 64 bytes, < 20% of a chunk is waste. */
+static void test_waste(void)
+{
+    double worst = 0;
+    size_t worst_n = 0;
+    for (size_t n = 65; n <= MKI_SMALL_MAX; n++) {
+        double cls = mki_class_size[mki_class_of(n)];
+        double w = (cls - (double)n) / cls;
+        if (w > worst) {
+            worst = w;
+            worst_n = n;
+        }
+    }
+    printf("  worst waste above 64 B: %.1f%% at %zu bytes\n", worst * 100,
+           worst_n);
+    CHECK(worst < 0.20);
+}
+
+static int is_pow2(uint32_t x) { return x && !(x & (x - 1)); }
+
+static void test_page_units(void)
+{
+    for (unsigned c = 0; c < MKI_NCLASS; c++) {
+        uint32_t prev = 0;
+        for (size_t held = 0; held <= ((size_t)64 << 20); held = held * 2 + 4096) {
+            uint32_t u = mki_class_page_units(c, held);
+            th_checks++;
+            if (!is_pow2(u) || u > MKI_PAGE_MAX_UNITS ||
+                (size_t)u * MKI_UNIT < mki_class_size[c] || u < prev)
+                th_fail(__FILE__, __LINE__,
+                        "class %u (%u B), held %zu: %u units (before %u)", c,
+                        mki_class_size[c], held, u, prev);
+            prev = u;
+        }
+        /* a busy context gets the biggest pages */
+        CHECK_EQ(mki_class_page_units(c, (size_t)1 << 30), MKI_PAGE_MAX_UNITS);
+    }
+    /* a fresh context's first page of a small class is one unit */
+    CHECK_EQ(mki_class_page_units(0, 0), 1u);
+    CHECK_EQ(mki_class_page_units(mki_class_of(64), 0), 1u);
+}
+
+int main(void)
+{
+    RUN(test_table_shape);
+    RUN(test_four_per_doubling);
+    RUN(test_class_of_every_size);
+    RUN(test_waste);
+    RUN(test_page_units);
+    return th_done();
+}
