@@ -33,7 +33,7 @@ tools-check:
 	fi
 
 build: tools-check
-	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMKIT_TESTS=ON -DMEMKIT_BENCH=ON -DMEMKIT_EXAMPLES=ON >/dev/null
 	@$(CMAKE) --build build -j$(JOBS)
 
 test: build
@@ -47,13 +47,13 @@ bench-full: build
 
 asan-test: tools-check
 	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DMEMKIT_SANITIZE=address,undefined -DMEMKIT_BENCH=OFF >/dev/null
+	  -DMEMKIT_SANITIZE=address,undefined -DMEMKIT_TESTS=ON -DMEMKIT_EXAMPLES=ON -DMEMKIT_BENCH=OFF >/dev/null
 	@$(CMAKE) --build build-asan -j$(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_FLAGS) -LE no-sanitizer
 
 tsan-test: tools-check
 	@$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DMEMKIT_SANITIZE=thread -DMEMKIT_BENCH=OFF >/dev/null
+	  -DMEMKIT_SANITIZE=thread -DMEMKIT_TESTS=ON -DMEMKIT_EXAMPLES=ON -DMEMKIT_BENCH=OFF >/dev/null
 	@$(CMAKE) --build build-tsan -j$(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest $(CTEST_FLAGS) -LE no-sanitizer
 

@@ -243,7 +243,9 @@ typedef struct mk_stats {
 /**
  * Fill @p out with @p ctx's figures; with @p recurse non-zero, add those of
  * every descendant.  Chunks freed by other threads and not yet collected
- * still count as used.
+ * still count as used (except in instrumented builds — checking, ASan,
+ * under Valgrind — which count a chunk as freed at once, and count the
+ * requested bytes of each chunk as its used bytes).
  * @return 0, or -1 (errno EINVAL) for a NULL argument.
  */
 MK_API int mk_ctx_stats(const mk_ctx *ctx, mk_stats *out, int recurse);

@@ -97,6 +97,7 @@ size_t mki_instr_usable(mki_page *pg, const void *p);
 int mki_instr_page_new(mki_page *pg);    /* a kind made a page: 0 or -1 */
 void mki_instr_page_reset(mki_page *pg); /* a reset keeps a page */
 void mki_instr_page_release(mki_page *pg);
+int mki_instr_stats(const mk_ctx *ctx, mk_stats *out);
 void mki_instr_page_each_live(mki_page *pg,
                               void (*fn)(mki_page *, void *, void *), void *arg);
 

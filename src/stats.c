@@ -25,6 +25,8 @@ static void one(const mk_ctx *ctx, mk_stats *out)
     memset(out, 0, sizeof *out);
     out->contexts = 1;
     mki_kinds[ctx->kind]->stats(ctx, out);
+    if (ctx->fast_kind == MKI_KIND_SLOW)
+        mki_instr_stats(ctx, out);
 }
 
 /* Pre-order successor of @c within the subtree rooted at @root. */

@@ -85,6 +85,17 @@ MKI_INLINE void mki_mem_defined(const void *p, size_t n)
     (void)p, (void)n;
 }
 
+/* Memory about to go back to the OS: AddressSanitizer keeps its shadow
+ * across munmap, so a later mapping at the same address would start out
+ * poisoned; Memcheck forgets by itself. */
+MKI_INLINE void mki_mem_forget(const void *p, size_t n)
+{
+#if MKI_ASAN
+    ASAN_UNPOISON_MEMORY_REGION(p, n);
+#endif
+    (void)p, (void)n;
+}
+
 /* The link word of a free chunk (slow paths only). */
 MKI_INLINE void *mki_link_get(void *p)
 {

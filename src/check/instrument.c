@@ -17,9 +17,10 @@
  * so mk_usable_size() is the requested size and a write past it is seen at
  * free, realloc, reset and delete.  In the checking build freed chunks (and
  * fresh pages) are filled with 0xDF and the fill is verified when a chunk
- * is handed out again (a write to freed memory), and small pages keep a bit
- * per chunk that is set while the chunk is live (double free).  Bits are
- * atomic: a chunk may be freed by any thread.
+ * is handed out again (a write to freed memory).  In every instrumented
+ * mode small pages keep a bit per chunk that is set while the chunk is live
+ * (double free; and the walk behind statistics and reset-time checks).
+ * Bits are atomic: a chunk may be freed by any thread.
  */
 #include "../internal.h"
 #include "annotate.h"
@@ -85,11 +86,13 @@ static int live_flip(mki_page *pg, const void *p, int on)
 int mki_instr_page_new(mki_page *pg)
 {
     size_t area = (size_t)(pg->end - pg->start);
-    if (MK_CONFIG_CHECK && pg->kind == MKI_PAGE_SMALL) {
+    if (pg->kind == MKI_PAGE_SMALL) {
         pg->live = mki_meta_alloc(live_bytes(pg));
         if (!pg->live)
             return -1;
-        memset(pg->start, FREED_FILL, area);
+        mki_mem_undefined(pg->start, area); /* may hold an old page's poison */
+        if (MK_CONFIG_CHECK)
+            memset(pg->start, FREED_FILL, area);
     }
     mki_mem_noaccess(pg->start, area);
     return 0;
@@ -102,7 +105,8 @@ void mki_instr_page_reset(mki_page *pg)
     mki_mem_undefined(pg->start, area);
     if (pg->live) {
         memset((void *)pg->live, 0, live_bytes(pg));
-        memset(pg->start, FREED_FILL, area);
+        if (MK_CONFIG_CHECK)
+            memset(pg->start, FREED_FILL, area);
     }
     mki_mem_noaccess(pg->start, area);
 }
@@ -173,6 +177,11 @@ void *mki_instr_alloc(mk_ctx *ctx, size_t size, size_t align)
         errno = ENOMEM;
         return NULL;
     }
+    /* the tail must not change the alignment mk_alloc promises for @size
+     * (GENERAL classes of 8 and 24 bytes are only 8-aligned) */
+    if (ctx->kind == MK_GENERAL && align < 16 &&
+        !(size <= 8 || (size > 16 && size <= 24)))
+        align = 16;
     char *p = align > 8 ? ops->alloc_aligned(ctx, size + TAIL, align)
                         : ops->alloc(ctx, size + TAIL);
     if (!p)
@@ -182,7 +191,7 @@ void *mki_instr_alloc(mk_ctx *ctx, size_t size, size_t align)
     mki_mem_undefined(p, usable);
     if (pg->live) {
         /* a reused chunk still holds the fill, but for its link word */
-        for (size_t i = sizeof(void *); i < usable; i++)
+        for (size_t i = sizeof(void *); MK_CONFIG_CHECK && i < usable; i++)
             if ((unsigned char)p[i] != FREED_FILL) {
                 mki_error_report("write to freed memory", p, ctx);
                 break;
@@ -197,6 +206,8 @@ void *mki_instr_alloc(mk_ctx *ctx, size_t size, size_t align)
     if (mki_valgrind_on) {
         mki_mem_noaccess(p, size);
         VALGRIND_MEMPOOL_ALLOC(ctx, p, size);
+        if (pg->zeroed) /* fresh from the OS: mk_alloc_zero relies on it */
+            mki_mem_defined(p, size);
     }
 #endif
     return p;
@@ -214,7 +225,7 @@ void mki_instr_free(mki_page *pg, void *p)
         return;
     }
     size_t usable = kind_usable(pg, p), req;
-    if (MK_CONFIG_CHECK) {
+    if (MK_CONFIG_CHECK || pg->live) {
         if (!is_live(pg, p)) {
             mki_error_report("double free", p, ctx);
             return;
@@ -227,7 +238,8 @@ void mki_instr_free(mki_page *pg, void *p)
             mki_error_report("double free", p, ctx); /* lost a race */
             return;
         }
-        if (pg->kind == MKI_PAGE_SMALL || pg->kind == MKI_PAGE_BLOCK) {
+        if (MK_CONFIG_CHECK &&
+            (pg->kind == MKI_PAGE_SMALL || pg->kind == MKI_PAGE_BLOCK)) {
             mki_mem_undefined(p, usable);
             memset(p, FREED_FILL, usable);
         }
@@ -301,6 +313,27 @@ void mki_instr_page_each_live(mki_page *pg,
             fn(pg, pg->start + (w * 64 + b) * pg->chunk_size, arg);
         }
     }
+}
+
+static void add_requested(mki_page *pg, void *p, void *arg)
+{
+    size_t *sum = arg;
+    sum[0]++;
+    sum[1] += mki_instr_usable(pg, p);
+}
+
+/* Statistics of an instrumented context count requested bytes, as
+ * mk_usable_size does; returns 0 if the kind cannot list its chunks. */
+int mki_instr_stats(const mk_ctx *ctx, mk_stats *out)
+{
+    const mki_kind_ops *ops = mki_kinds[ctx->kind];
+    if (!ops->each_live)
+        return 0;
+    size_t sum[2] = {0, 0};
+    ops->each_live((mk_ctx *)ctx, add_requested, sum);
+    out->chunks = sum[0];
+    out->bytes_used = sum[1];
+    return 1;
 }
 
 /* Before a reset (@deleting 0) or a delete of an instrumented context. */

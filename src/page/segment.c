@@ -26,6 +26,7 @@
  * chunks), never per chunk; per-thread pools are the plan for scaling
  * (docs/DESIGN.md, "Ready for threads").
  */
+#include "../check/annotate.h"
 #include "../internal.h"
 
 #include <errno.h>
@@ -224,6 +225,7 @@ static mki_segment *segment_new(void)
 
 static void segment_release(mki_segment *s)
 {
+    mki_mem_forget(s, MKI_SEG_SIZE); /* the address may be mapped again */
     registry_put((uintptr_t)s, 0);
     atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
     mki_os_release(s, MKI_SEG_SIZE, committed_units_bytes(s));
@@ -453,7 +455,9 @@ void mki_segment_huge_release(mki_page *pg)
     registry_put((uintptr_t)s, 0);
     pthread_mutex_unlock(&arena_lock);
     atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
-    mki_os_release(s, s->size, s->huge_committed);
+    size_t size = s->size, committed = s->huge_committed;
+    mki_mem_forget(s, size); /* the address may be mapped again */
+    mki_os_release(s, size, committed);
 }
 
 /* ---- trimming and figures ------------------------------------------------- */

@@ -74,8 +74,7 @@ static void verify(const slot *s, const char *when)
 }
 
 /* Checks made on every new chunk (before it is filled).  @align: the
- * alignment asked for; 0 the size rule; 8 only the minimum (realloc: the
- * exact rule for resized chunks is api/align.c's business). */
+ * alignment asked for; 0 the size rule (which resized chunks obey too). */
 static void check_new(const slot *s, size_t align, int zeroed)
 {
     th_checks++;
@@ -85,9 +84,7 @@ static void check_new(const slot *s, size_t align, int zeroed)
         FAIL("mk_ctx_of(%p) = %p, expected %s", (void *)s->p,
              (void *)mk_ctx_of(s->p), names[s->ctx]);
     size_t want = (s->size <= 8 || (s->size >= 17 && s->size <= 24)) ? 8 : 16;
-    if (align == 8)
-        want = 8;
-    else if (align > want)
+    if (align > want)
         want = align;
     if ((uintptr_t)s->p % want)
         FAIL("chunk of %zu bytes at %p not %zu-aligned", s->size,
@@ -160,7 +157,7 @@ static void do_realloc(slot *s)
     s->size = keep;
     verify(s, "after realloc"); /* the kept prefix */
     s->size = n;
-    check_new(s, 8, 0);
+    check_new(s, 0, 0);
     s->id = next_id++;
     th_fill(s->p, n, s->id);
 }
