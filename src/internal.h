@@ -40,11 +40,6 @@ int mki_segment_owns(const void *p);
 /* ---- page/page.h (inline): owner lookup and free-list ops ---------------- */
 #include "page/page.h"
 
-/* ---- page/page.c ---------------------------------------------------------- */
-/* Thread the next OS page of never-used chunks onto the free list.
- * Pre: pg->extend < pg->end. */
-void mki_page_extend(mki_page *pg);
-
 /* Give back any page or huge chunk descriptor. */
 MKI_INLINE void mki_page_release(mki_page *pg)
 {
@@ -68,6 +63,7 @@ extern const mki_kind_ops mki_slab_ops;
 extern const mki_kind_ops mki_generation_ops;
 extern const mki_kind_ops mki_bump_ops;
 void *mki_general_alloc_slow(mki_general *g, size_t size);
+void *mki_general_refill(mki_general *g, mki_page *pg, size_t size);
 void mki_general_collect(mk_ctx *ctx);
 /* SLAB, for pools: a chunk of the slab's size; free from the owner thread. */
 void *mki_slab_alloc_chunk(mki_slab *s);

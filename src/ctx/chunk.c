@@ -7,7 +7,9 @@
  *   1. compare the context's kind with GENERAL and the size with 1 KiB;
  *   2. load the size class from a 129-byte table indexed by (size + 7) / 8;
  *   3. load the class's current page from the context;
- *   4. load the page's free-list head; if it is NULL, take the slow path;
+ *   4. load the page's free-list head; if it is NULL, call the refill,
+ *      which hands out the page's next never-used chunk (or takes the slow
+ *      path when there is none);
  *   5. store the chunk's first word (the next free chunk) as the new head,
  *      add one to the page's live count, return the chunk.
  * mk_free, in words:
@@ -56,7 +58,9 @@ void *mk_alloc(mk_ctx *ctx, size_t size)
             pg->used++;
             return b;
         }
-    } else if (ctx->fast_kind == MK_BUMP) {
+        return mki_general_refill((mki_general *)ctx, pg, size);
+    }
+    if (ctx->fast_kind == MK_BUMP) {
         /* a pointer bump and a bounds check; sizes round to 16, and a size
          * of 0 or one that wraps gives n == 0, which the slow path takes */
         mki_bump *bp = (mki_bump *)ctx;

@@ -19,8 +19,9 @@
  *    page of a class never bounces between empty and new (the alloc/free
  *    ping-pong of a single object costs no page traffic);
  *  - the free list of a page holds only that page's chunks; never-used
- *    chunks beyond `extend` are threaded onto it one OS page at a time, so
- *    a new page is touched only as far as it is used;
+ *    chunks lie beyond `extend` and are handed out by moving it (page.h),
+ *    so a new page is touched only as far as it is used and a rewound page
+ *    (reset) needs no work;
  *  - chunks freed by other threads wait on the context's atomic `remote`
  *    list and are collected by the owner on the allocation slow path.
  *
@@ -193,24 +194,34 @@ static void *class_alloc(mki_general *g, unsigned c)
         return NULL;
     }
     mki_page *pg = *slot;
-    if (MKI_LIKELY(pg->free != NULL))
-        return mki_page_pop(pg);
+    if (MKI_LIKELY(mki_page_has_chunk(pg)))
+        return mki_page_take(pg);
     if (atomic_load_explicit(&g->base.remote, memory_order_relaxed))
         mki_general_collect(&g->base);
     while ((pg = *slot) != &mki_page_empty) {
-        if (!pg->free && pg->extend < pg->end)
-            mki_page_extend(pg);
-        if (pg->free)
-            return mki_page_pop(pg);
+        if (mki_page_has_chunk(pg))
+            return mki_page_take(pg);
         retire_full(g, slot, pg);
     }
     pg = page_new(g, c);
     if (!pg)
         return NULL;
     make_current(g, slot, pg);
-    if (!pg->free)
-        mki_page_extend(pg);
-    return mki_page_pop(pg);
+    return mki_page_take(pg);
+}
+
+/* mk_alloc's fast path found the free list of @pg (the current page of the
+ * class of @size) empty: hand out its next never-used chunk if it has one
+ * (the common case on a new or rewound page), else take the slow path. */
+void *mki_general_refill(mki_general *g, mki_page *pg, size_t size)
+{
+    if (MKI_LIKELY(pg->extend < pg->end)) {
+        void *b = pg->extend;
+        pg->extend += pg->chunk_size;
+        pg->used++;
+        return b;
+    }
+    return mki_general_alloc_slow(g, size);
 }
 
 static void *large_alloc(mki_general *g, size_t size, size_t align)
@@ -410,12 +421,31 @@ static void release_but_largest(mki_page *pg, void *arg)
     mki_page_release(pg);
 }
 
+/* Every chunk of @pg is free again: rewind it (no work per chunk). */
+static void rewind_page(mki_page *pg)
+{
+    pg->free = NULL;
+    pg->extend = pg->start;
+    pg->used = (pg->flags & MKI_PF_CURRENT) ? 1u : 0u; /* the pin stays */
+}
+
 static void general_reset(mk_ctx *ctx, int keep_one)
 {
     mki_general *g = gen(ctx);
     /* chunks queued by other threads die with their pages */
     if (atomic_load_explicit(&ctx->remote, memory_order_relaxed))
         atomic_store_explicit(&ctx->remote, NULL, memory_order_relaxed);
+    /* the common small case: one page, current, nothing else held */
+    uint64_t cl = g->classes;
+    if (keep_one && cl && !(cl & (cl - 1)) && !g->full && !g->large &&
+        !g->spare && ctx->fast_kind != MKI_KIND_SLOW) {
+        mki_page *pg = *slot_of(g, (unsigned)__builtin_ctzll(cl));
+        if (!pg->next) {
+            rewind_page(pg);
+            g->page_bytes = pg->size;
+            return;
+        }
+    }
     mki_page *keep = NULL;
     each_page(g, release_but_largest, keep_one ? &keep : NULL);
     for (uint64_t bits = g->classes; bits; bits &= bits - 1) {
@@ -426,11 +456,8 @@ static void general_reset(mk_ctx *ctx, int keep_one)
     g->full = g->large = g->spare = NULL;
     g->page_bytes = 0;
     if (keep) {
-        /* every chunk is free again: rewind, and thread it on first use */
-        keep->free = NULL;
-        keep->extend = keep->start;
-        keep->used = 0;
         keep->flags = 0;
+        rewind_page(keep);
         mki_page_set_tid(keep, ctx->fast_tid);
         make_current(g, slot_of(g, keep->cls), keep);
         g->page_bytes = keep->size;

@@ -151,49 +151,36 @@ static int page_new(mki_slab *s)
 
 static void slab_collect(mk_ctx *ctx);
 
-/* The current page's free list is empty: thread more of it, take in other
- * threads' frees, or open a page.  Returns a chunk or NULL. */
-static void *refill(mki_slab *s)
+/* The current page has no chunk to give: take in other threads' frees, or
+ * open a page.  Returns 0, or -1 when memory is exhausted. */
+static int refill(mki_slab *s)
 {
-    mki_page *pg = s->curpg;
-    if (pg->free)
-        return pg;
-    if (pg != &mki_page_empty && pg->extend < pg->end) {
-        mki_page_extend(pg);
-        return pg;
-    }
     if (atomic_load_explicit(&s->base.remote, memory_order_relaxed)) {
         slab_collect(&s->base);
-        if (s->curpg->free || s->curpg->extend < s->curpg->end)
-            return refill(s);
+        if (mki_page_has_chunk(s->curpg))
+            return 0;
     }
     if (page_new(s) != 0) {
         errno = ENOMEM;
-        return NULL;
+        return -1;
     }
-    mki_page_extend(s->curpg);
-    return s->curpg;
+    return 0;
 }
 
-void *mki_slab_alloc_slow(mki_slab *s)
-{
-    if (!refill(s))
-        return NULL;
-    return mki_slab_alloc_fast(s);
-}
-
-/* Allocation for instrumented contexts and mk_alloc: the same steps with
- * link words read through annotate.h. */
+/* Allocation off the inline path: a never-used chunk of the current page,
+ * a refill, and instrumented contexts (link words through annotate.h). */
 void *mki_slab_alloc_chunk(mki_slab *s)
 {
-    if (!s->curpg->free && !refill(s))
+    if (!mki_page_has_chunk(s->curpg) && refill(s) != 0)
         return NULL;
     mki_page *pg = s->curpg;
-    void *b = mki_page_pop(pg);
+    void *b = mki_page_take(pg);
     if (pg->used > pg->hi)
         mki_slab_rebucket(s, pg);
     return b;
 }
+
+void *mki_slab_alloc_slow(mki_slab *s) { return mki_slab_alloc_chunk(s); }
 
 void mki_slab_free_chunk(mki_page *pg, void *p)
 {

@@ -12,7 +12,7 @@
 #include "../internal.h"
 
 void mki_slab_rebucket(mki_slab *s, mki_page *pg);
-void *mki_slab_alloc_slow(mki_slab *s);
+void *mki_slab_alloc_slow(mki_slab *s); /* free list empty */
 /* rebucket after an allocation, returning its chunk @b (a tail call keeps
  * the fast path free of saved registers) */
 void *mki_slab_alloc_rebucket(mki_slab *s, mki_page *pg, void *b);

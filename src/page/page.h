@@ -71,4 +71,28 @@ MKI_INLINE void *mki_page_pop(mki_page *pg)
     return b;
 }
 
+/* Can the page hand out a chunk: a free one, or one never used yet?
+ * (Never-used chunks lie in [extend, end) and are not on the free list: a
+ * page is never threaded, it is touched only where chunks are handed out,
+ * and a rewound page needs no work.) */
+MKI_INLINE int mki_page_has_chunk(const mki_page *pg)
+{
+    return pg->free != NULL || pg->extend < pg->end;
+}
+
+/* A chunk from a page that has one: the free list first, else the next
+ * never-used chunk.  Pre: mki_page_has_chunk(pg). */
+MKI_INLINE void *mki_page_take(mki_page *pg)
+{
+    void *b = pg->free;
+    if (b) {
+        pg->free = mki_link_get(b);
+    } else {
+        b = pg->extend;
+        pg->extend += pg->chunk_size;
+    }
+    pg->used++;
+    return b;
+}
+
 #endif /* MKI_PAGE_H */
