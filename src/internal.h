@@ -24,6 +24,13 @@ size_t mki_meta_bytes(void);
  * Thread-safe.
  */
 mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes);
+/* Units of the run for a page of @bytes: a power of two up to 64 (64 KiB),
+ * else whole 64-unit words. */
+uint32_t mki_segment_units_for(size_t bytes);
+/* A page (up to 1 MiB and 64 KiB alignment) or huge segment holding one
+ * chunk of @size bytes aligned to @align, kind LARGE or HUGE, owned by
+ * @ctx, `end` at the end of its usable bytes.  NULL on OOM. */
+mki_page *mki_segment_chunk_alloc(mk_ctx *ctx, size_t size, size_t align);
 /* Give a page (and its descriptor) back.  Thread-safe. */
 void mki_segment_page_release(mki_page *pg);
 /* A chunk of @size bytes in its own segment, aligned to @align (power of

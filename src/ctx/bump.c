@@ -32,18 +32,6 @@ static int instrumented(const mki_bump *b)
     return b->base.fast_kind == MKI_KIND_SLOW;
 }
 
-static uint32_t units_for(size_t bytes)
-{
-    size_t units = (bytes + MKI_UNIT - 1) >> MKI_UNIT_SHIFT;
-    if (units <= MKI_PAGE_MAX_UNITS) {
-        size_t p2 = 1;
-        while (p2 < units)
-            p2 <<= 1;
-        return (uint32_t)p2;
-    }
-    return (uint32_t)((units + 63) & ~(size_t)63);
-}
-
 /* The current block's fill level lives in the context; store it back. */
 static void save_current(mki_bump *b)
 {
@@ -55,7 +43,7 @@ static mki_page *block_alloc(mki_bump *b, size_t bytes)
 {
     mki_page *pg;
     if (bytes <= MKI_LARGE_MAX) {
-        pg = mki_segment_page_alloc(units_for(bytes), bytes);
+        pg = mki_segment_page_alloc(mki_segment_units_for(bytes), bytes);
         if (!pg)
             return NULL;
         pg->end = pg->start + bytes;

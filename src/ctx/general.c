@@ -59,27 +59,7 @@ static mki_page **slot_of(mki_general *g, unsigned c)
 
 /* ---- page lists ------------------------------------------------------------
  * Class lists end in NULL and an empty list is &mki_page_empty; the full and
- * large lists use NULL for empty. */
-
-static void dlist_push(mki_page **head, mki_page *pg)
-{
-    pg->prev = NULL;
-    pg->next = *head;
-    if (*head)
-        (*head)->prev = pg;
-    *head = pg;
-}
-
-static void dlist_remove(mki_page **head, mki_page *pg)
-{
-    if (pg->prev)
-        pg->prev->next = pg->next;
-    else
-        *head = pg->next;
-    if (pg->next)
-        pg->next->prev = pg->prev;
-    pg->next = pg->prev = NULL;
-}
+ * large lists use NULL for empty (page.h). */
 
 /* Make @pg the current page of class @c's empty list. */
 static void make_current(mki_general *g, mki_page **slot, mki_page *pg)
@@ -99,7 +79,7 @@ static void retire_full(mki_general *g, mki_page **slot, mki_page *pg)
     pg->flags = MKI_PF_FULL;
     pg->used--; /* unpin: all chunks are live, so used > 0 */
     mki_page_set_tid(pg, 0);
-    dlist_push(&g->full, pg);
+    mki_page_list_push(&g->full, pg);
     if (next) {
         next->prev = NULL;
         next->flags |= MKI_PF_CURRENT;
@@ -226,37 +206,10 @@ void *mki_general_refill(mki_general *g, mki_page *pg, size_t size)
 
 static void *large_alloc(mki_general *g, size_t size, size_t align)
 {
-    mki_page *pg;
-    size_t body = (size + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
-    if (size <= MKI_LARGE_MAX && align <= MKI_PAGE_MAX) {
-        size_t units = body >> MKI_UNIT_SHIFT;
-        if (units < (align >> MKI_UNIT_SHIFT))
-            units = align >> MKI_UNIT_SHIFT;
-        if (units <= MKI_PAGE_MAX_UNITS) {
-            size_t p2 = 1;
-            while (p2 < units)
-                p2 <<= 1;
-            units = p2;
-        } else {
-            units = (units + 63) & ~(size_t)63;
-        }
-        pg = mki_segment_page_alloc((uint32_t)units, body);
-        if (!pg)
-            return NULL;
-        pg->kind = MKI_PAGE_LARGE;
-        pg->end = pg->start + body;
-    } else {
-        pg = mki_segment_huge_alloc(size, align);
-        if (!pg)
-            return NULL;
-    }
-    pg->ctx = &g->base;
-    mki_page_set_tid(pg, 0);
-    pg->used = 1;
-    pg->capacity = 1;
-    if (g->base.fast_kind == MKI_KIND_SLOW)
-        mki_instr_page_new(pg); /* cannot fail for a large page */
-    dlist_push(&g->large, pg);
+    mki_page *pg = mki_segment_chunk_alloc(&g->base, size, align);
+    if (!pg)
+        return NULL;
+    mki_page_list_push(&g->large, pg);
     return pg->start;
 }
 
@@ -299,7 +252,7 @@ static void general_free(mki_page *pg, void *p)
 {
     mki_general *g = gen(pg->ctx);
     if (pg->kind == MKI_PAGE_LARGE || pg->kind == MKI_PAGE_HUGE) {
-        dlist_remove(&g->large, pg);
+        mki_page_list_remove(&g->large, pg);
         if (pg->kind == MKI_PAGE_LARGE)
             mki_segment_page_release(pg);
         else
@@ -310,7 +263,7 @@ static void general_free(mki_page *pg, void *p)
     pg->used--;
     if (pg->flags & MKI_PF_FULL) {
         /* back from the full list to its class, behind the current page */
-        dlist_remove(&g->full, pg);
+        mki_page_list_remove(&g->full, pg);
         pg->flags &= (uint8_t)~MKI_PF_FULL;
         mki_page_set_tid(pg, g->base.fast_tid);
         mki_page **slot = slot_of(g, pg->cls);

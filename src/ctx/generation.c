@@ -55,40 +55,6 @@ static void hdr_set(void *p, uint32_t size, uint32_t state)
     mki_mem_noaccess((char *)p - HDR, HDR);
 }
 
-static void dlist_push(mki_page **head, mki_page *pg)
-{
-    pg->prev = NULL;
-    pg->next = *head;
-    if (*head)
-        (*head)->prev = pg;
-    *head = pg;
-}
-
-static void dlist_remove(mki_page **head, mki_page *pg)
-{
-    if (pg->prev)
-        pg->prev->next = pg->next;
-    else
-        *head = pg->next;
-    if (pg->next)
-        pg->next->prev = pg->prev;
-    pg->next = pg->prev = NULL;
-}
-
-/* Units of a page of @bytes (a power of two up to 64 KiB, else whole
- * 64 KiB words). */
-static uint32_t units_for(size_t bytes)
-{
-    size_t units = (bytes + MKI_UNIT - 1) >> MKI_UNIT_SHIFT;
-    if (units <= MKI_PAGE_MAX_UNITS) {
-        size_t p2 = 1;
-        while (p2 < units)
-            p2 <<= 1;
-        return (uint32_t)p2;
-    }
-    return (uint32_t)((units + 63) & ~(size_t)63);
-}
-
 /* The first header sits 8 bytes into a block so that data is 16-aligned. */
 static void block_rewind(mki_page *pg)
 {
@@ -102,7 +68,7 @@ static mki_page *block_new(mki_gen *g, size_t need)
     size_t bytes = g->block_size;
     while (bytes < need + HDR)
         bytes <<= 1;
-    mki_page *pg = mki_segment_page_alloc(units_for(bytes), bytes);
+    mki_page *pg = mki_segment_page_alloc(mki_segment_units_for(bytes), bytes);
     if (!pg)
         return NULL;
     pg->kind = MKI_PAGE_BLOCK;
@@ -115,31 +81,16 @@ static mki_page *block_new(mki_gen *g, size_t need)
     }
     if (g->block_size < g->block_max)
         g->block_size <<= 1;
-    dlist_push(&g->blocks, pg);
+    mki_page_list_push(&g->blocks, pg);
     return pg;
 }
 
 static void *large_alloc(mki_gen *g, size_t size, size_t align)
 {
-    size_t body = (size + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
-    mki_page *pg;
-    if (size <= MKI_LARGE_MAX && align <= MKI_PAGE_MAX) {
-        size_t want = body > align ? body : align;
-        pg = mki_segment_page_alloc(units_for(want), body);
-        if (!pg)
-            return NULL;
-        pg->kind = MKI_PAGE_LARGE;
-        pg->end = pg->start + body;
-    } else {
-        pg = mki_segment_huge_alloc(size, align);
-        if (!pg)
-            return NULL;
-    }
-    pg->ctx = &g->base;
-    pg->used = 1;
-    if (g->base.fast_kind == MKI_KIND_SLOW)
-        mki_instr_page_new(pg);
-    dlist_push(&g->large, pg);
+    mki_page *pg = mki_segment_chunk_alloc(&g->base, size, align);
+    if (!pg)
+        return NULL;
+    mki_page_list_push(&g->large, pg);
     return pg->start;
 }
 
@@ -162,7 +113,7 @@ static void *gen_alloc(mk_ctx *ctx, size_t size)
             return NULL;
         g->cur = pg;
         if (old && old->used == 0) { /* nothing live: give it back now */
-            dlist_remove(&g->blocks, old);
+            mki_page_list_remove(&g->blocks, old);
             mki_segment_page_release(old);
         }
     }
@@ -186,7 +137,7 @@ static void gen_free(mki_page *pg, void *p)
 {
     mki_gen *g = gen(pg->ctx);
     if (pg->kind != MKI_PAGE_BLOCK) {
-        dlist_remove(&g->large, pg);
+        mki_page_list_remove(&g->large, pg);
         mki_page_release(pg);
         return;
     }
@@ -199,7 +150,7 @@ static void gen_free(mki_page *pg, void *p)
             if (g->base.fast_kind == MKI_KIND_SLOW)
                 mki_instr_page_reset(pg);
         } else {
-            dlist_remove(&g->blocks, pg);
+            mki_page_list_remove(&g->blocks, pg);
             mki_segment_page_release(pg);
         }
     }

@@ -34,26 +34,6 @@
 
 static mki_slab *slab(mk_ctx *ctx) { return (mki_slab *)ctx; }
 
-static void dlist_push(mki_page **head, mki_page *pg)
-{
-    pg->prev = NULL;
-    pg->next = *head;
-    if (*head)
-        (*head)->prev = pg;
-    *head = pg;
-}
-
-static void dlist_remove(mki_page **head, mki_page *pg)
-{
-    if (pg->prev)
-        pg->prev->next = pg->next;
-    else
-        *head = pg->next;
-    if (pg->next)
-        pg->next->prev = pg->prev;
-    pg->next = pg->prev = NULL;
-}
-
 static unsigned bucket_of(const mki_slab *s, uint32_t used)
 {
     uint32_t nfree = s->capacity - used;
@@ -100,12 +80,12 @@ static void refresh(mki_slab *s)
 static void place(mki_slab *s, mki_page *pg, unsigned b)
 {
     pg->cls = (uint8_t)b;
-    dlist_push(&s->bucket[b], pg);
+    mki_page_list_push(&s->bucket[b], pg);
 }
 
 void mki_slab_rebucket(mki_slab *s, mki_page *pg)
 {
-    dlist_remove(&s->bucket[pg->cls], pg);
+    mki_page_list_remove(&s->bucket[pg->cls], pg);
     if (pg->used == 0 && pg != s->curpg) {
         mki_page *sp = s->spare;
         int spare_ok = sp && sp != pg && sp->used == 0 && sp != s->curpg;

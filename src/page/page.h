@@ -95,4 +95,25 @@ MKI_INLINE void *mki_page_take(mki_page *pg)
     return b;
 }
 
+/* Doubly linked lists of pages (NULL-terminated; `*head` NULL when empty). */
+MKI_INLINE void mki_page_list_push(mki_page **head, mki_page *pg)
+{
+    pg->prev = NULL;
+    pg->next = *head;
+    if (*head)
+        (*head)->prev = pg;
+    *head = pg;
+}
+
+MKI_INLINE void mki_page_list_remove(mki_page **head, mki_page *pg)
+{
+    if (pg->prev)
+        pg->prev->next = pg->next;
+    else
+        *head = pg->next;
+    if (pg->next)
+        pg->next->prev = pg->prev;
+    pg->next = pg->prev = NULL;
+}
+
 #endif /* MKI_PAGE_H */

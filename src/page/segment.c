@@ -396,6 +396,44 @@ void mki_segment_page_release(mki_page *pg)
     mki_meta_free(pg, sizeof(mki_page));
 }
 
+uint32_t mki_segment_units_for(size_t bytes)
+{
+    size_t units = (bytes + MKI_UNIT - 1) >> MKI_UNIT_SHIFT;
+    if (units <= MKI_PAGE_MAX_UNITS) {
+        uint32_t p2 = 1;
+        while (p2 < units)
+            p2 <<= 1;
+        return p2;
+    }
+    return (uint32_t)((units + 63) & ~(size_t)63);
+}
+
+mki_page *mki_segment_chunk_alloc(mk_ctx *ctx, size_t size, size_t align)
+{
+    size_t body = (size + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
+    mki_page *pg;
+    if (size <= MKI_LARGE_MAX && align <= MKI_PAGE_MAX) {
+        /* a run is aligned to its own size, so a run of at least `align`
+         * bytes aligns the chunk */
+        pg = mki_segment_page_alloc(mki_segment_units_for(body > align ? body : align),
+                                    body);
+        if (!pg)
+            return NULL;
+        pg->kind = MKI_PAGE_LARGE;
+        pg->end = pg->start + body;
+    } else {
+        pg = mki_segment_huge_alloc(size, align);
+        if (!pg)
+            return NULL;
+    }
+    pg->ctx = ctx;
+    pg->used = 1;
+    pg->capacity = 1;
+    if (ctx->fast_kind == MKI_KIND_SLOW)
+        mki_instr_page_new(pg); /* no bitmap for one chunk: cannot fail */
+    return pg;
+}
+
 /* ---- huge chunks ---------------------------------------------------------- */
 
 mki_page *mki_segment_huge_alloc(size_t size, size_t align)
