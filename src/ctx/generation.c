@@ -3,7 +3,7 @@
  * for data that dies roughly in the order it was born (queues, tuple
  * buffers, per-batch state).  PostgreSQL's generation.c is the model.
  *
- * Data structure: chunks are bumped into blocks (pages of 4 KiB growing to
+ * Data structure: chunks are bumped into blocks (pages of 1 KiB growing to
  * 256 KiB) one after the other; a block counts its live chunks and goes
  * back to the shared page pool the moment the count falls to zero (the
  * block being filled is instead rewound and reused).  Freed space inside a
@@ -24,7 +24,7 @@
 #include <string.h>
 
 #define HDR 8u
-#define FIRST_BLOCK ((size_t)4 << 10)
+#define FIRST_BLOCK ((size_t)1 << 10)
 #define MAX_BLOCK ((size_t)256 << 10)
 #define STATE_LIVE 0x6576696cu /* "live" */
 #define STATE_DEAD 0x64616564u /* "dead" */
