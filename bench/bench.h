@@ -5,12 +5,13 @@
  * A workload is one function that runs its cells, alternating the
  * allocators run by run, and records one row per cell in the report
  * (report.h).  It prints progress on stderr and nothing on stdout: the
- * driver prints the tables.  Adding a workload (W5 in issue 3) is one file
- * and one line in main.c's table of workloads.
+ * driver prints the tables.  Adding a workload is one file and one line in
+ * main.c's table of workloads.
  */
 #ifndef BENCH_H
 #define BENCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct bench_opts {
@@ -26,11 +27,25 @@ void bench_w1(const bench_opts *o);
 /** W2: Godot's Variant pool test (w2_pool.c). */
 void bench_w2(const bench_opts *o);
 
-/** RSS: resident memory for 1,000,000 live 24-byte chunks (rss.c). */
+/** RSS: resident memory for 1,000,000 live 24- and 48-byte chunks (rss.c). */
 void bench_rss(const bench_opts *o);
 
-/** The body of the fresh process bench_rss() starts for one measurement
- *  (`memkit-bench --rss-child NAME`); returns the exit status. */
-int bench_rss_child(const char *alloc_name);
+/** W5: 10,000 contexts each holding ten 64-byte chunks (w5_contexts.c). */
+void bench_w5(const bench_opts *o);
+
+/* ---- fresh processes for RSS figures (rss.c) ---- */
+struct bench_alloc;
+
+/** The body of `memkit-bench --child WHAT ALLOCATOR [SIZE]`, the fresh
+ *  process bench_child_spawn() starts; returns the exit status. */
+int bench_child_main(int argc, char **argv);
+
+/** Run measurement @p what ("rss", "w5") of allocator @p a in a fresh
+ *  process; its VmRSS before and after in bytes.  0, or -1 on failure. */
+int bench_child_spawn(const char *what, const struct bench_alloc *a, size_t size,
+                      size_t *before, size_t *after);
+
+/** W5's child body: build the tree, print "before after check". */
+int bench_w5_child(const struct bench_alloc *a);
 
 #endif /* BENCH_H */

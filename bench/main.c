@@ -3,13 +3,15 @@
  * runs the selected workloads and prints their tables, the targets and the
  * CSV files.
  *
- *   memkit-bench [--quick | --full] [--runs N] [--only W1,W2,RSS] [--csv DIR]
+ *   memkit-bench [--quick | --full] [--runs N] [--only W1,W2,W5,RSS]
+ *                [--alloc mk-general,talloc,...] [--csv DIR]
  *
  * --quick (the default, `make bench`) runs the grid up to 64 MiB live with
- * 5 runs per figure and at least 4M timed allocations per W1 cell, in about
- * a minute on a 2-core machine; --full (`make bench-full`) adds 256 MiB and
- * 1 GiB live, 7 runs and 10M allocations per cell, and takes far longer
- * (tens of minutes; cells that would not fit in memory are skipped).
+ * 3 runs per figure and at least 2M timed allocations per W1 cell, in about
+ * two minutes on a 2-core machine with every peer built in (without talloc,
+ * APR and mimalloc, about a minute); --full (`make bench-full`) adds 256 MiB
+ * and 1 GiB live, 7 runs and 10M allocations per cell, and takes far longer
+ * (an hour or more; cells that would not fit in memory are skipped).
  * The bench pins itself to one CPU, runs the workloads one after the other,
  * prints each workload's table as soon as it is done, then the targets.
  * Its exit status is 0 whatever the figures (2 for a usage or system error):
@@ -40,21 +42,45 @@ static const struct workload {
 } workloads[] = {
     {"W1", bench_w1, "PostgreSQL palloc test: chunk sizes x live memory, free-oldest and reset"},
     {"W2", bench_w2, "Godot Variant pool test: 10M x 24/48-byte allocate, write, read, free"},
-    {"RSS", bench_rss, "memory per chunk: RSS of 1,000,000 live 24-byte chunks"},
+    {"W5", bench_w5, "10,000 contexts x ten 64-byte chunks: time and RSS"},
+    {"RSS", bench_rss, "memory per chunk: RSS of 1,000,000 live 24- and 48-byte chunks"},
 };
 #define NWORKLOAD (int)(sizeof workloads / sizeof workloads[0])
+
+/* The optional peers this build lacks, e.g. "talloc, apr" ("" if none). */
+static const char *peers_missing(void)
+{
+    static char buf[64];
+    buf[0] = '\0';
+#ifndef HAVE_TALLOC
+    strcat(buf, buf[0] ? ", talloc" : "talloc");
+#endif
+#ifndef HAVE_APR
+    strcat(buf, buf[0] ? ", apr" : "apr");
+#endif
+#ifndef HAVE_MIMALLOC
+    strcat(buf, buf[0] ? ", mimalloc" : "mimalloc");
+#endif
+    return buf;
+}
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: memkit-bench [--quick | --full] [--runs N] [--only LIST] [--csv DIR]\n"
-            "  --quick      the quick suite (default): live memory up to 64 MiB, 5 runs\n"
+            "usage: memkit-bench [--quick | --full] [--runs N] [--only LIST] [--alloc LIST]\n"
+            "                    [--csv DIR]\n"
+            "  --quick      the quick suite (default): live memory up to 64 MiB, 3 runs\n"
             "  --full       the whole grid: live memory up to 1 GiB, 7 runs (long)\n"
             "  --runs N     runs per figure (1..%d); each figure is their median\n"
             "  --only LIST  run only these workloads, comma-separated:",
             BENCH_MAX_RUNS);
     for (int i = 0; i < NWORKLOAD; i++)
         fprintf(out, "%s%s", i ? "," : " ", workloads[i].name);
+    fprintf(out, "\n  --alloc LIST measure only these allocators, comma-separated (%s is\n"
+                 "               always measured: it is the baseline):",
+            bench_alloc_get(BA_BASELINE)->name);
+    for (int i = 0; i < BA_COUNT; i++)
+        fprintf(out, "%s%s", i ? "," : " ", bench_alloc_get(i)->name);
     fprintf(out, "\n  --csv DIR    write the CSV files to DIR (default %s)\n",
             MEMKIT_BENCH_RESULTS_DIR);
     for (int i = 0; i < NWORKLOAD; i++)
@@ -79,11 +105,33 @@ static int parse_only(const char *list, int *sel)
     return 0;
 }
 
+/* Keep only the allocators named in @list (and the baseline); 0 on success. */
+static int parse_alloc(const char *list)
+{
+    int keep[BA_COUNT] = {0};
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int i = 0; i < BA_COUNT; i++)
+            if (strcasecmp(w, bench_alloc_get(i)->name) == 0)
+                keep[i] = found = 1;
+        if (!found) {
+            fprintf(stderr, "memkit-bench: unknown allocator '%s' (see --help)\n", w);
+            return -1;
+        }
+    }
+    for (int i = 0; i < BA_COUNT; i++)
+        if (!keep[i] && i != BA_BASELINE)
+            bench_alloc_leave_out(i, "not in --alloc");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    /* The RSS child must start from a pristine process: nothing before it. */
-    if (argc == 3 && strcmp(argv[1], "--rss-child") == 0)
-        return bench_rss_child(argv[2]);
+    /* An RSS child must start from a pristine process: nothing before it. */
+    if (argc >= 2 && strcmp(argv[1], "--child") == 0)
+        return bench_child_main(argc, argv);
 
     bench_opts o = {.csv_dir = MEMKIT_BENCH_RESULTS_DIR};
     int runs = 0, sel[NWORKLOAD] = {0}, any_sel = 0;
@@ -105,6 +153,9 @@ int main(int argc, char **argv)
             if (parse_only(argv[++i], sel) != 0)
                 return 2;
             any_sel = 1;
+        } else if (strcmp(a, "--alloc") == 0 && i + 1 < argc) {
+            if (parse_alloc(argv[++i]) != 0)
+                return 2;
         } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
             o.csv_dir = argv[++i];
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -116,8 +167,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    o.runs = runs ? runs : o.full ? 7 : 5;
-    o.w1_min_ops = o.full ? 10000000u : 4000000u;
+    o.runs = runs ? runs : o.full ? 7 : 3;
+    o.w1_min_ops = o.full ? 10000000u : 2000000u;
     if (!any_sel)
         for (int i = 0; i < NWORKLOAD; i++)
             sel[i] = 1;
@@ -141,14 +192,21 @@ int main(int argc, char **argv)
                                          : "");
     if (mk_checking())
         printf("WARNING:    memkit was built with its checks on: figures are not release figures\n");
-    for (int a = 0; a < BA_COUNT; a++)
+    for (int a = 0; a < BA_COUNT; a++) {
+        const char *why;
         printf("%-11s %s\n", a == 0 ? "allocators:" : "", bench_alloc_get(a)->desc);
+        if (!bench_alloc_ready(a, &why))
+            printf("%-11s   LEFT OUT of this run: %s\n", "", why);
+    }
+    const char *missing = peers_missing();
+    if (*missing)
+        printf("%-11s not built in (not found by CMake, or -DMEMKIT_BENCH_PEERS=OFF): %s\n", "",
+               missing);
     printf("method:     every figure is the median of %d runs; the allocators alternate "
-           "run by run\n            (%s, %s, %s, ...); every ratio is %s / X from the "
-           "same run:\n            > 1 means X is faster (or smaller) than %s\n",
-           o.runs, bench_alloc_get(0)->name, bench_alloc_get(1 % BA_COUNT)->name,
-           bench_alloc_get(0)->name, bench_alloc_get(BA_BASELINE)->name,
-           bench_alloc_get(BA_BASELINE)->name);
+           "run by run\n            (each runs once, in the order above, then again); "
+           "every ratio is %s / X\n            from the same runs: > 1 means X is faster "
+           "(or smaller) than %s\n",
+           o.runs, bench_alloc_get(BA_BASELINE)->name, bench_alloc_get(BA_BASELINE)->name);
     fflush(stdout);
 
     uint64_t t0 = bench_now_ns();

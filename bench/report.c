@@ -23,11 +23,12 @@
 #include "timing.h"
 
 #define MAX_SECTIONS 64
+#define MAX_ROWS 1024
 
 static bench_section sections[MAX_SECTIONS];
 static int nsections;
-static bench_row *rows;
-static size_t nrows, cap_rows;
+static bench_row rows[MAX_ROWS]; /* fixed: a row pointer stays valid */
+static size_t nrows;
 static const char *meta_mode = "", *meta_date = "";
 
 void report_set_meta(const char *mode, const char *date)
@@ -49,19 +50,16 @@ int report_section(const char *workload, const char *name, const char *unit,
     snprintf(s->unit, sizeof s->unit, "%s", unit);
     snprintf(s->about, sizeof s->about, "%s", about ? about : "");
     s->items = items;
+    s->footer[0] = '\0';
     return nsections++;
 }
 
 bench_row *report_row(int sec, const char *cell, size_t chunk, size_t live,
                       uint64_t ops)
 {
-    if (nrows == cap_rows) {
-        cap_rows = cap_rows ? 2 * cap_rows : 128;
-        rows = realloc(rows, cap_rows * sizeof *rows);
-        if (!rows) {
-            fprintf(stderr, "memkit-bench: out of memory for results\n");
-            exit(2);
-        }
+    if (nrows == MAX_ROWS) {
+        fprintf(stderr, "memkit-bench: too many rows (raise MAX_ROWS)\n");
+        exit(2);
     }
     bench_row *r = &rows[nrows++];
     memset(r, 0, sizeof *r);
@@ -71,6 +69,36 @@ bench_row *report_row(int sec, const char *cell, size_t chunk, size_t live,
     r->live = live;
     r->ops = ops;
     return r;
+}
+
+void report_note(bench_row *row, const char *fmt, ...)
+{
+    size_t len = strlen(row->note);
+    if (len && len + 2 < sizeof row->note) {
+        memcpy(row->note + len, "; ", 3);
+        len += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(row->note + len, sizeof row->note - len, fmt, ap);
+    va_end(ap);
+}
+
+void report_footer(int sec, const char *fmt, ...)
+{
+    bench_section *s = &sections[sec];
+    size_t len = strlen(s->footer);
+    if (len + 3 >= sizeof s->footer)
+        return;
+    memcpy(s->footer + len, "  ", 3);
+    len += 2;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->footer + len, sizeof s->footer - len - 1, fmt, ap);
+    va_end(ap);
+    len = strlen(s->footer);
+    s->footer[len] = '\n';
+    s->footer[len + 1] = '\0';
 }
 
 void report_set(bench_row *row, int alloc, double *samples, int n)
@@ -211,6 +239,111 @@ static void put_wrapped(FILE *out, const char *text, int width)
     }
 }
 
+/* Is section @sec a chunk-size x live-memory grid (W1)? */
+static int is_grid(int sec)
+{
+    size_t v[32];
+    return distinct(sec, 0, v, 32) >= 2 && distinct(sec, 1, v, 32) >= 2;
+}
+
+static int col_width(const char *name, int min)
+{
+    int n = (int)strlen(name);
+    return n > min ? n : min;
+}
+
+/* Grids (W1): one line per cell with every allocator's median and the
+ * spread; with one allocator besides the baseline a ratio column too, with
+ * more the ratios follow as one chunk x live matrix per allocator. */
+static void print_flat(FILE *out, int sec, const int *ids, int n, const int *others,
+                       int nothers)
+{
+    fprintf(out, "  %-16s", "cell");
+    for (int k = 0; k < n; k++)
+        fprintf(out, " %*s", col_width(bench_alloc_get(ids[k])->name, 8),
+                bench_alloc_get(ids[k])->name);
+    if (nothers == 1)
+        fprintf(out, " %8s", "ratio");
+    fprintf(out, " %6s\n", "spread");
+
+    for (size_t i = 0; i < nrows; i++) {
+        const bench_row *r = &rows[i];
+        if (r->section != sec)
+            continue;
+        fprintf(out, "  %-16s", r->cell);
+        int any = 0;
+        double spread = 0;
+        for (int k = 0; k < n; k++) {
+            const bench_fig *f = &r->fig[ids[k]];
+            int w = col_width(bench_alloc_get(ids[k])->name, 8);
+            if (!f->runs) {
+                fprintf(out, " %*s", w, "-");
+                continue;
+            }
+            any = 1;
+            put_value(out, f->median, w + 1);
+            if (f->median > 0 && (f->max - f->min) / f->median > spread)
+                spread = (f->max - f->min) / f->median;
+        }
+        if (nothers == 1) {
+            double x = report_ratio(r, others[0]);
+            if (x > 0)
+                fprintf(out, " %7.2fx", x);
+            else
+                fprintf(out, " %8s", "-");
+        }
+        if (any)
+            fprintf(out, " %5.0f%%", spread * 100);
+        if (r->note[0])
+            fprintf(out, "  %s", r->note);
+        fprintf(out, "\n");
+    }
+    for (int k = 0; k < nothers; k++)
+        print_matrix(out, sec, others[k]);
+}
+
+/* Other sections (W2, W5, RSS: a few cells): one line per allocator, one
+ * column per cell holding the median and the ratio baseline / allocator,
+ * then the spread (the largest (max-min)/median of the line); notes after
+ * the table. */
+static void print_transposed(FILE *out, int sec, const int *ids, int n)
+{
+    const bench_row *cells[16];
+    int nc = 0;
+    for (size_t i = 0; i < nrows && nc < 16; i++)
+        if (rows[i].section == sec)
+            cells[nc++] = &rows[i];
+    int width[16];
+    fprintf(out, "  %-11s", "");
+    for (int c = 0; c < nc; c++) {
+        width[c] = col_width(cells[c]->cell, 15);
+        fprintf(out, "  %*s", width[c], cells[c]->cell);
+    }
+    fprintf(out, " %6s\n", "spread");
+    for (int k = 0; k < n; k++) {
+        int a = ids[k];
+        fprintf(out, "  %-11s", bench_alloc_get(a)->name);
+        double spread = 0;
+        for (int c = 0; c < nc; c++) {
+            const bench_fig *f = &cells[c]->fig[a];
+            char v[32] = "-", x[16] = "";
+            if (f->runs) {
+                snprintf(v, sizeof v, f->median < 100 ? "%.2f" : "%.1f", f->median);
+                double ratio = report_ratio(cells[c], a);
+                if (a != BA_BASELINE && ratio > 0)
+                    snprintf(x, sizeof x, "%.2fx", ratio);
+                if (f->median > 0 && (f->max - f->min) / f->median > spread)
+                    spread = (f->max - f->min) / f->median;
+            }
+            fprintf(out, "  %*s %7s", width[c] - 8, v, x);
+        }
+        fprintf(out, " %5.0f%%\n", spread * 100);
+    }
+    for (int c = 0; c < nc; c++)
+        if (cells[c]->note[0])
+            fprintf(out, "  note, %s: %s\n", cells[c]->cell, cells[c]->note);
+}
+
 static void print_section(FILE *out, int sec)
 {
     const bench_section *s = &sections[sec];
@@ -219,70 +352,18 @@ static void print_section(FILE *out, int sec)
     for (int k = 0; k < n; k++)
         if (ids[k] != BA_BASELINE)
             others[nothers++] = ids[k];
-    const char *base = bench_alloc_get(BA_BASELINE)->name;
 
     fprintf(out, "\n== %s %s: %s ==\n", s->workload, s->name, s->unit);
     put_wrapped(out, s->about, 86);
-    fprintf(out, "  %-24s", "cell");
-    for (int k = 0; k < n; k++)
-        fprintf(out, " %10s", bench_alloc_get(ids[k])->name);
-    for (int k = 0; k < nothers; k++) {
-        char h[40];
-        if (nothers == 1)
-            snprintf(h, sizeof h, "ratio");
-        else
-            snprintf(h, sizeof h, "%s/%s", base, bench_alloc_get(others[k])->name);
-        fprintf(out, " %9s", h);
+    if (is_grid(sec)) {
+        print_flat(out, sec, ids, n, others, nothers);
+    } else {
+        fprintf(out, "  (each cell: median, then %s / allocator; > 1: better than %s)\n",
+                bench_alloc_get(BA_BASELINE)->name, bench_alloc_get(BA_BASELINE)->name);
+        print_transposed(out, sec, ids, n);
     }
-    if (s->items)
-        for (int k = 0; k < n; k++) {
-            char h[40];
-            snprintf(h, sizeof h, "%s B/chunk", bench_alloc_get(ids[k])->name);
-            fprintf(out, " %15s", h);
-        }
-    fprintf(out, " %7s\n", "spread");
-
-    for (size_t i = 0; i < nrows; i++) {
-        const bench_row *r = &rows[i];
-        if (r->section != sec)
-            continue;
-        fprintf(out, "  %-24s", r->cell);
-        int any = 0;
-        double spread = 0;
-        for (int k = 0; k < n; k++) {
-            const bench_fig *f = &r->fig[ids[k]];
-            if (!f->runs) {
-                fprintf(out, " %10s", "-");
-                continue;
-            }
-            any = 1;
-            put_value(out, f->median, 11);
-            if (f->median > 0 && (f->max - f->min) / f->median > spread)
-                spread = (f->max - f->min) / f->median;
-        }
-        for (int k = 0; k < nothers; k++) {
-            double x = report_ratio(r, others[k]);
-            if (x > 0)
-                fprintf(out, " %8.2fx", x);
-            else
-                fprintf(out, " %9s", "-");
-        }
-        if (s->items)
-            for (int k = 0; k < n; k++) {
-                const bench_fig *f = &r->fig[ids[k]];
-                if (f->runs)
-                    fprintf(out, " %15.1f", f->median * 1e6 / (double)s->items);
-                else
-                    fprintf(out, " %15s", "-");
-            }
-        if (any)
-            fprintf(out, " %6.0f%%", spread * 100);
-        if (r->note[0])
-            fprintf(out, "  %s", r->note);
-        fprintf(out, "\n");
-    }
-    for (int k = 0; k < nothers; k++)
-        print_matrix(out, sec, others[k]);
+    if (s->footer[0])
+        fprintf(out, "%s", s->footer);
 }
 
 void report_print(FILE *out, int from)

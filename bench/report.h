@@ -29,8 +29,10 @@ typedef struct bench_section {
     char name[32];        /* "free-oldest" */
     char unit[24];        /* "ns/alloc", "MB" */
     char about[256];      /* one line printed under the title */
-    size_t items;         /* > 0: unit is MB and a bytes-per-item column is
-                             added (RSS: bytes per chunk) */
+    size_t items;         /* > 0: the figures are for this many items (RSS:
+                             chunks); informational, not printed */
+    char footer[1024];    /* lines printed under the table ('\n' between),
+                             e.g. a figure derived from the rows */
 } bench_section;
 
 typedef struct bench_row {
@@ -40,7 +42,7 @@ typedef struct bench_row {
     size_t live;    /* live bytes (0: not applicable) */
     uint64_t ops;   /* operations per run */
     bench_fig fig[BA_COUNT];
-    char note[96];  /* why a cell has no figures, or a warning */
+    char note[160]; /* why a cell has no figures, or a warning */
 } bench_row;
 
 /** Where the report stamps its CSV rows ("quick"/"full", the date). */
@@ -50,9 +52,15 @@ void report_set_meta(const char *mode, const char *date);
 int report_section(const char *workload, const char *name, const char *unit,
                    size_t items, const char *about);
 
-/** Add a row to section @p sec; the row stays valid until the next call. */
+/** Add a row to section @p sec; the pointer stays valid for the whole run. */
 bench_row *report_row(int sec, const char *cell, size_t chunk, size_t live,
                       uint64_t ops);
+
+/** Append a note to @p row ("; " between notes). */
+void report_note(bench_row *row, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** Append a line to section @p sec's footer. */
+void report_footer(int sec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /** Record the @p n samples of allocator @p alloc (sorted in place). */
 void report_set(bench_row *row, int alloc, double *samples, int n);

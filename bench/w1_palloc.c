@@ -7,15 +7,20 @@
  *               the oldest.  The fill is not timed: the figure is the steady
  *               state, ns per (allocate + touch + free the oldest), over
  *               max(min_ops, n) allocations so that every live chunk is
- *               replaced at least once.
- *  reset        Allocate n chunks, then reset the context (memkit:
- *               mk_ctx_reset, one call; malloc: free every chunk), repeated.
- *               One untimed warm-up cycle first (both allocators then start
- *               from memory they already hold); then whole cycles are timed
- *               until at least min_ops allocations were made.  The figure
- *               is ns per allocation, the reset's cost included.
+ *               replaced at least once.  Allocators with an individual free:
+ *               memkit GENERAL, GENERATION and SLAB (a slab made for the
+ *               cell's chunk size), talloc, mimalloc heaps, malloc.
+ *  reset        Allocate n chunks, then reset the context, repeated: memkit
+ *               mk_ctx_reset (GENERAL, GENERATION, BUMP), talloc
+ *               talloc_free_children, APR apr_pool_clear, mimalloc
+ *               mi_heap_destroy + mi_heap_new (a heap has no reset), malloc
+ *               free every chunk.  One untimed warm-up cycle first (every
+ *               allocator then starts from memory it already holds); then
+ *               whole cycles are timed until at least min_ops allocations
+ *               were made.  The figure is ns per allocation, the reset's
+ *               cost included.
  * Every chunk is touched (its first and last byte written) as real data
- * would be; the pointers live in an mmap'ed array outside both allocators.
+ * would be; the pointers live in an mmap'ed array outside every allocator.
  *
  * Cells whose memory would not fit (1 GiB of 8-byte chunks costs glibc about
  * 4 GiB plus a 1 GiB pointer array) are skipped with a note, not run into
@@ -77,7 +82,7 @@ BENCH_KERNEL w1_free_oldest(const bench_alloc *a, const void *jp, bench_sample *
         touch(p, size, k);
         void *old = ring[head];
         ring[head] = p;
-        a->free(ctx, old);
+        a->free(ctx, old, size);
         if (++head == n)
             head = 0;
     }
@@ -111,7 +116,8 @@ BENCH_KERNEL w1_reset(const bench_alloc *a, const void *jp, bench_sample *out)
         touch(p, size, i);
         ring[i] = p;
     }
-    a->reset(ctx, ring, n);
+    if (!(ctx = a->reset(ctx, ring, n)))
+        goto lost;
 
     uint64_t t0 = bench_now_ns();
     for (uint64_t c = 0; c < j->ops; c++) {
@@ -122,7 +128,8 @@ BENCH_KERNEL w1_reset(const bench_alloc *a, const void *jp, bench_sample *out)
             touch(p, size, i);
             ring[i] = p;
         }
-        a->reset(ctx, ring, n);
+        if (BENCH_UNLIKELY(!(ctx = a->reset(ctx, ring, n))))
+            goto lost;
     }
     uint64_t t1 = bench_now_ns();
 
@@ -133,6 +140,9 @@ BENCH_KERNEL w1_reset(const bench_alloc *a, const void *jp, bench_sample *out)
 fail:
     out->failed = 1;
     a->destroy(ctx, ring, i);
+    return;
+lost: /* the reset could not make a new context (mimalloc: mi_heap_new) */
+    out->failed = 1;
 }
 BENCH_SPECIALIZE(w1_reset);
 
@@ -144,17 +154,18 @@ static const size_t lives_full[] = {1 * KiB,  16 * KiB,  256 * KiB, 4 * MiB,
 
 static const struct pattern {
     const char *name;
-    unsigned needs; /* BA_CAN_* an allocator needs to take part */
+    unsigned needs; /* BJ_*: which allocators take part */
     int cycles;     /* the job's ops count whole fill+reset cycles */
     const bench_kernel_fn *kernel_for;
     const char *about;
 } patterns[] = {
-    {"free-oldest", BA_CAN_FREE, 0, w1_free_oldest_for,
+    {"free-oldest", BJ_W1_FREE, 0, w1_free_oldest_for,
      "ns per allocation, steady state: allocate + touch a chunk, free the oldest "
      "(ring of live/chunk pointers; the fill is not timed)"},
-    {"reset", BA_CAN_RESET, 1, w1_reset_for,
+    {"reset", BJ_W1_RESET, 1, w1_reset_for,
      "ns per allocation, reset included: allocate live/chunk chunks, then reset "
-     "(memkit: mk_ctx_reset; malloc: free each chunk); repeated"},
+     "(memkit: mk_ctx_reset; talloc: talloc_free_children; apr: apr_pool_clear; "
+     "mimalloc: mi_heap_destroy + mi_heap_new; malloc: free each chunk); repeated"},
 };
 #define NPATTERN (sizeof patterns / sizeof patterns[0])
 

@@ -4,6 +4,14 @@
  * same with 1,000 objects live in a ring (allocate and write the new one,
  * read the oldest and free it).  The ring is filled before the clock starts.
  *
+ * Allocators: memkit's typed pool (MK_POOL_DECLARE), plain and
+ * MK_POOL_THREADSAFE - the two columns side by side are the cost of thread
+ * safety for a single-threaded user, printed under the table - memkit's
+ * GENERAL, GENERATION and SLAB contexts through mk_alloc/mk_free, talloc
+ * (talloc_size/talloc_free in one context), mimalloc (mi_heap_malloc/
+ * mi_free in one heap) and malloc.  APR has no individual free and is not
+ * in W2.
+ *
  * An object is 3 or 6 64-bit words.  Every word written is read back into a
  * checksum; bench_escape() between the write and the read stops the
  * compiler from forwarding the values and deleting the object (it may drop
@@ -65,7 +73,7 @@ w2_body(const bench_alloc *a, const w2_job *j, bench_sample *out, const size_t s
     #pragma GCC unroll 8
         for (size_t w = 0; w < words; w++)
                 sum += o[w];
-            a->free(ctx, o);
+            a->free(ctx, o, size);
         }
     } else {
         size_t head = 0; /* the oldest object */
@@ -81,7 +89,7 @@ w2_body(const bench_alloc *a, const w2_job *j, bench_sample *out, const size_t s
     #pragma GCC unroll 8
         for (size_t w = 0; w < words; w++)
                 sum += old[w];
-            a->free(ctx, old);
+            a->free(ctx, old, size);
             if (++head == j->ring)
                 head = 0;
         }
@@ -125,7 +133,12 @@ void bench_w2(const bench_opts *o)
             snprintf(name, sizeof name, "%zuB alloc/use/free", j->size);
         report_progress("W2 %s: cell %d of %d", name, k + 1, total);
         bench_row *row = report_row(sec, name, j->size, 0, j->ops);
-        bench_measure(row, BA_CAN_FREE, w2_kernel_for, j, o->runs);
+        bench_measure(row, BJ_W2, w2_kernel_for, j, o->runs);
+        const bench_fig *ts = &row->fig[BA_mk_poolts], *plain = &row->fig[BA_mk_pool];
+        if (ts->runs && plain->runs && plain->median > 0)
+            report_footer(sec, "MK_POOL_THREADSAFE, %s: %+.2f ns/iter (%+.0f%%) over the plain pool",
+                          name, ts->median - plain->median,
+                          100 * (ts->median - plain->median) / plain->median);
     }
     report_progress_end();
 }
