@@ -224,6 +224,7 @@ typedef struct mki_bump {
     mk_ctx base;
     char *ptr, *end;      /* free space of the current block */
     mki_page *blocks;     /* every block, current first */
+    mki_page *large;      /* chunks with a page of their own */
     size_t block_size;    /* size of the next block */
     size_t block_max;
 } mki_bump;

@@ -7,9 +7,10 @@
  * Data structure: the context holds `ptr` and `end` of the current block;
  * blocks (pages of 1 KiB growing to 1 MiB) are listed, current first, so
  * reset and delete can give them back.  A chunk larger than a quarter of
- * the largest block gets a block of its own, listed behind the current one
- * so that the current block keeps filling.  Sizes round up to 16, so every
- * chunk is 16-aligned; mk_alloc_aligned pads inside the block.
+ * the largest block, or aligned beyond 64 KiB, gets a page or huge segment
+ * of its own (the `large` list), so the current block keeps filling.  Sizes
+ * round up to 16, so every chunk is 16-aligned; mk_alloc_aligned pads
+ * inside the block.
  *
  * Trade-offs: no size is stored, so mk_usable_size returns 0, mk_realloc
  * fails with ENOTSUP and statistics count bytes but not chunks; mk_free is
@@ -39,19 +40,14 @@ static void save_current(mki_bump *b)
         b->blocks->extend = b->ptr;
 }
 
+/* An ordinary block (at most block_max, so it lies in a segment and every
+ * unit of it is in the page map). */
 static mki_page *block_alloc(mki_bump *b, size_t bytes)
 {
-    mki_page *pg;
-    if (bytes <= MKI_LARGE_MAX) {
-        pg = mki_segment_page_alloc(mki_segment_units_for(bytes), bytes);
-        if (!pg)
-            return NULL;
-        pg->end = pg->start + bytes;
-    } else {
-        pg = mki_segment_huge_alloc(bytes, 16);
-        if (!pg)
-            return NULL;
-    }
+    mki_page *pg = mki_segment_page_alloc(mki_segment_units_for(bytes), bytes);
+    if (!pg)
+        return NULL;
+    pg->end = pg->start + bytes;
     pg->kind = MKI_PAGE_BLOCK;
     pg->ctx = &b->base;
     pg->extend = pg->start;
@@ -97,29 +93,19 @@ static char *put(mki_bump *b, char *at, size_t n, size_t align)
     return p;
 }
 
-/* No room in the current block: open a new one (or give a big chunk a
- * block of its own, behind the current one, which keeps filling). */
+/* No room in the current block: open a new one, or give a big or
+ * over-aligned chunk a page (or huge segment) of its own, aligned there, so
+ * that the current block keeps filling. */
 static void *alloc_slow(mki_bump *b, size_t n, size_t align)
 {
     size_t need = n + (instrumented(b) ? 2 * IHDR : 0) +
                   (align > 16 ? align - 16 : 0);
-    if (need > b->block_max / 4) {
-        mki_page *pg = block_alloc(b, need);
+    if (need > b->block_max / 4 || align > MKI_PAGE_MAX) {
+        mki_page *pg = mki_segment_chunk_alloc(&b->base, n, align);
         if (!pg)
             return NULL;
-        char *p = put(b, pg->start, n, align);
-        pg->extend = p + n;
-        if (b->blocks) {
-            pg->next = b->blocks->next;
-            pg->prev = b->blocks;
-            if (pg->next)
-                pg->next->prev = pg;
-            b->blocks->next = pg;
-        } else {
-            pg->next = pg->prev = NULL;
-            b->blocks = pg; /* b->ptr stays NULL: no current block yet */
-        }
-        return p;
+        mki_page_list_push(&b->large, pg);
+        return pg->start;
     }
     size_t bytes = b->block_size;
     while (bytes < need)
@@ -185,6 +171,8 @@ static size_t bump_usable_size(const mki_page *pg, const void *p)
 {
     if (pg->ctx->fast_kind != MKI_KIND_SLOW)
         return 0;
+    if (pg->kind != MKI_PAGE_BLOCK) /* a chunk with a page of its own */
+        return (size_t)(pg->end - pg->start);
     uint64_t w[2];
     hdr_get((const char *)p - IHDR, w);
     return (size_t)w[0];
@@ -207,6 +195,11 @@ static size_t walk(mki_bump *b, void (*fn)(mki_page *, void *, void *),
             }
             at += IHDR + w[0];
         }
+    for (mki_page *pg = b->large; pg; pg = pg->next) {
+        count++;
+        if (fn)
+            fn(pg, pg->start, arg);
+    }
     return count;
 }
 
@@ -220,16 +213,20 @@ static void bump_reset(mk_ctx *ctx, int keep_one)
 {
     mki_bump *b = bump(ctx);
     mki_page *keep = NULL;
-    if (keep_one) /* the largest ordinary block */
+    if (keep_one) /* the largest block */
         for (mki_page *pg = b->blocks; pg; pg = pg->next)
-            if (pg->size <= b->block_max &&
-                (!keep || pg->size > keep->size))
+            if (!keep || pg->size > keep->size)
                 keep = pg;
     for (mki_page *pg = b->blocks, *next; pg; pg = next) {
         next = pg->next;
         if (pg != keep)
-            mki_page_release(pg);
+            mki_segment_page_release(pg);
     }
+    for (mki_page *pg = b->large, *next; pg; pg = next) {
+        next = pg->next;
+        mki_page_release(pg);
+    }
+    b->large = NULL;
     b->blocks = keep;
     b->ptr = b->end = NULL;
     if (keep) {
@@ -252,6 +249,11 @@ static void bump_stats(const mk_ctx *ctx, mk_stats *out)
         out->blocks++;
         out->bytes_reserved += pg->size;
         out->bytes_used += (size_t)(pg->extend - pg->start);
+    }
+    for (mki_page *pg = b->large; pg; pg = pg->next) {
+        out->blocks++;
+        out->bytes_reserved += pg->size;
+        out->bytes_used += (size_t)(pg->end - pg->start);
     }
     if (instrumented(b))
         out->chunks = walk(b, NULL, NULL);

@@ -13,7 +13,8 @@
  *
  * Chunk layout: an 8-byte header {size, state} right before the data (the
  * size is what realloc and mk_usable_size need; the state word makes a
- * double free visible), data aligned to 16.  Chunks larger than a quarter of
+ * double free visible); header plus data take a multiple of 16 bytes, so
+ * data is 16-aligned.  Chunks larger than a quarter of
  * the largest block get a page (or a huge segment) of their own, without a
  * header.  Every page of this kind has fast_tid 0: frees always reach
  * gen_free.
@@ -101,8 +102,10 @@ static void *gen_alloc(mk_ctx *ctx, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    size_t data = size ? (size + 15) & ~(size_t)15 : 16;
-    size_t need = HDR + data;
+    /* header + data is a multiple of 16, so every header sits at 8 mod 16
+     * and every chunk at 0 mod 16 */
+    size_t need = (HDR + (size ? size : 1) + 15) & ~(size_t)15;
+    size_t data = need - HDR;
     if (need > g->block_max / 4)
         return large_alloc(g, size, 0);
     mki_page *pg = g->cur;
@@ -180,7 +183,7 @@ static void *gen_realloc(mki_page *pg, void *p, size_t size)
     if (size <= old && (pg->kind == MKI_PAGE_BLOCK || size >= old / 2))
         return p;
     mki_gen *g = gen(pg->ctx);
-    size_t data = (size + 15) & ~(size_t)15;
+    size_t data = ((HDR + size + 15) & ~(size_t)15) - HDR;
     /* the newest chunk of the current block grows in place */
     if (pg == g->cur && (char *)p + old == pg->extend &&
         data <= (size_t)(pg->end - (char *)p) && HDR + data <= g->block_max / 4) {

@@ -312,8 +312,8 @@ static int slab_init(mk_ctx *ctx, const mk_ctx_opts *opts)
         return -1;
     }
     size_t size = opts->chunk_size, align = opts->chunk_align;
-    if (align == 0) /* as mk_alloc: 16, or 8 when the size allows it */
-        align = ((size + 7) & ~(size_t)7) % 16 == 0 ? 16 : 8;
+    if (align == 0) /* the alignment mk_alloc gives this size */
+        align = (size <= 8 || (size > 16 && size <= 24)) ? 8 : 16;
     if ((align & (align - 1)) != 0 || align > MKI_PAGE_MAX) {
         errno = EINVAL;
         return -1;
