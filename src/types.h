@@ -197,15 +197,14 @@ typedef struct mki_general {
 #define MKI_SLAB_BUCKETS 8
 typedef struct mki_slab {
     mk_ctx base;
-    mki_page *curpg;      /* head of bucket[cur], or &mki_page_empty */
+    mki_page *curpg;      /* page allocated from, or &mki_page_empty */
     uint32_t slot;        /* bytes per chunk in a page (>= user size) */
     uint32_t user_size;   /* opts->chunk_size */
     uint32_t page_units;  /* every page of this slab has this size */
     uint32_t capacity;    /* chunks per page */
-    uint32_t shift;       /* bucket of a page = ceil(nfree / 2^shift) */
-    uint32_t cur;         /* lowest non-empty bucket >= 1 (fullest pages),
-                             MKI_SLAB_BUCKETS when none */
-    mki_page *bucket[MKI_SLAB_BUCKETS]; /* [0]: full pages */
+    uint32_t shift;       /* bucket of a page = nfree >> shift */
+    mki_page *bucket[MKI_SLAB_BUCKETS]; /* [0]: full pages; the current
+                                           page is on no list */
     mki_page *spare;      /* an empty page kept for reuse (if still empty) */
 } mki_slab;
 

@@ -4,22 +4,28 @@
  * typed pools (pool.c) are built on it.
  *
  * Data structure: every page has the same size (64 KiB, or a multiple of it
- * for chunks above 64 KiB) and sits in one of MKI_SLAB_BUCKETS lists by how
- * many chunks it has free: bucket 0 holds full pages, bucket b > 0 pages
- * with nfree in ((b-1) * 2^shift, b * 2^shift].  Allocation takes from the
- * *current* page, the head of the lowest non-empty bucket above 0, i.e. one
- * of the fullest pages; frees therefore concentrate on the emptier pages,
- * which empty out and go back to the shared page pool.
+ * for chunks above 64 KiB).  Allocation takes from the *current* page; every
+ * other page sits in one of MKI_SLAB_BUCKETS lists by how many chunks it has
+ * free, in whole steps of 2^shift (about a seventh of a page): bucket 0
+ * holds pages with less than one step free, bucket b pages with
+ * nfree in [b * 2^shift, (b+1) * 2^shift).  When the current page fills, the
+ * next one is the head of the lowest non-empty bucket above 0, one of the
+ * fullest pages with a step free; a page that reaches bucket b while the
+ * current page is emptier takes over.  Frees therefore concentrate on the
+ * emptier pages, which empty out and go back to the shared page pool.  The
+ * step is hysteresis: were a full page that gets one chunk back eligible at
+ * once, a FIFO workload would switch pages on every allocation.
  *
  * O(1) both ways, and nearly free: each page carries the range [lo, hi] of
- * `used` that keeps it in its bucket, so the inline fast paths (slab.h)
- * compare one counter and only call mki_slab_rebucket when a page crosses a
- * bucket boundary, fills, or empties.
+ * `used` that keeps it where it is, so the inline fast paths (slab.h)
+ * compare one counter and call mki_slab_rebucket only when the current page
+ * fills, or when another page (which only receives frees) crosses one of
+ * its few bucket boundaries or empties.
  *
  * Empty pages: the current page may sit empty (a pool that allocates and
  * frees one object in a loop must not get a new page each time), and one
- * other empty page is kept as `spare`; any further page is given back the
- * moment its last chunk is freed.
+ * empty page is kept as `spare` when the current page is not empty; any
+ * further page is given back the moment its last chunk is freed.
  *
  * Slab pages keep fast_tid 0: mk_free always reaches slab_free (the bucket
  * bookkeeping lives here); frees from other threads go to the context's
@@ -34,71 +40,101 @@
 
 static mki_slab *slab(mk_ctx *ctx) { return (mki_slab *)ctx; }
 
+/* Bucket of a page with @used live chunks: whole steps of free chunks, so
+ * a page with less than one step free counts as full (hysteresis: a full
+ * page that gets one chunk back does not become the fullest partial page,
+ * which would make allocation chase single holes). */
 static unsigned bucket_of(const mki_slab *s, uint32_t used)
 {
-    uint32_t nfree = s->capacity - used;
-    return (nfree + (1u << s->shift) - 1) >> s->shift;
+    return (s->capacity - used) >> s->shift;
 }
 
-/* The `used` range of @pg's bucket; the current page may empty without a
- * call (lo 0), any other page calls rebucket when its last chunk goes. */
+/* The `used` range that keeps @pg where it is.  The current page calls out
+ * only when it fills; any other page only receives frees, so it calls out
+ * when it crosses into the next bucket (a handful of times in its life) or
+ * loses its last chunk. */
 static void set_range(mki_slab *s, mki_page *pg)
 {
     uint32_t b = pg->cls, step = 1u << s->shift, cap = s->capacity;
-    if (b == 0) {
-        pg->lo = pg->hi = cap;
+    if (pg == s->curpg) {
+        pg->lo = 0;
+        pg->hi = cap - 1;
         return;
     }
-    pg->hi = cap - (b - 1) * step - 1;
-    pg->lo = cap > b * step ? cap - b * step : 0;
-    if (pg->lo == 0 && pg != s->curpg)
-        pg->lo = 1;
-}
-
-/* Make the head of the lowest non-empty bucket above 0 current. */
-static void refresh(mki_slab *s)
-{
-    unsigned i = 1;
-    while (i < NB && !s->bucket[i])
-        i++;
-    s->cur = i;
-    mki_page *next = i < NB ? s->bucket[i] : &mki_page_empty;
-    mki_page *old = s->curpg;
-    if (next == old)
-        return;
-    s->curpg = next;
-    if (next != &mki_page_empty)
-        set_range(s, next);
-    if (old != &mki_page_empty && old->kind == MKI_PAGE_SMALL) {
-        set_range(s, old);
-        if (old->used == 0)
-            mki_slab_rebucket(s, old); /* an empty page that stopped being
-                                          current: spare it or give it back */
-    }
+    pg->hi = cap;
+    uint32_t top = cap - b * step; /* most used chunks of bucket b */
+    pg->lo = top >= step ? top - step + 1 : 1;
 }
 
 static void place(mki_slab *s, mki_page *pg, unsigned b)
 {
     pg->cls = (uint8_t)b;
     mki_page_list_push(&s->bucket[b], pg);
+    set_range(s, pg);
 }
 
-void mki_slab_rebucket(mki_slab *s, mki_page *pg)
+/* The current page is full or gone: take the head of the lowest non-empty
+ * bucket above 0, one of the fullest pages, off its list. */
+static void select_current(mki_slab *s)
 {
-    mki_page_list_remove(&s->bucket[pg->cls], pg);
-    if (pg->used == 0 && pg != s->curpg) {
-        mki_page *sp = s->spare;
-        int spare_ok = sp && sp != pg && sp->used == 0 && sp != s->curpg;
-        if (spare_ok || s->curpg->used == 0) {
+    unsigned i = 1;
+    while (i < NB && !s->bucket[i])
+        i++;
+    if (i == NB) {
+        s->curpg = &mki_page_empty;
+        return;
+    }
+    mki_page *pg = s->bucket[i];
+    mki_page_list_remove(&s->bucket[i], pg);
+    s->curpg = pg;
+    set_range(s, pg);
+}
+
+/* Is @sp an empty page kept for reuse (other than @pg)? */
+static int spare_held(const mki_slab *s, const mki_page *pg)
+{
+    const mki_page *sp = s->spare;
+    return sp && sp != pg && sp != s->curpg && sp->used == 0;
+}
+
+/* Put a page that is not (or no longer) current where it belongs: its
+ * bucket, or, if it is empty, the spare slot or back to the page pool. */
+static void settle(mki_slab *s, mki_page *pg)
+{
+    if (pg->used == 0) {
+        /* keep one empty page (an empty current page counts) */
+        if (spare_held(s, pg) ||
+            (s->curpg != &mki_page_empty && s->curpg->used == 0)) {
+            if (s->spare == pg)
+                s->spare = NULL;
             mki_segment_page_release(pg);
-            refresh(s);
             return;
         }
         s->spare = pg;
     }
     place(s, pg, bucket_of(s, pg->used));
-    set_range(s, pg);
-    refresh(s);
+}
+
+void mki_slab_rebucket(mki_slab *s, mki_page *pg)
+{
+    if (pg == s->curpg) { /* it filled up */
+        s->curpg = &mki_page_empty;
+        place(s, pg, 0);
+        select_current(s);
+        return;
+    }
+    mki_page_list_remove(&s->bucket[pg->cls], pg);
+    settle(s, pg);
+    /* a page that has just become eligible and is fuller than the current
+     * page takes over: allocation goes to the fullest eligible page */
+    unsigned b = bucket_of(s, pg->used);
+    mki_page *cur = s->curpg;
+    if (pg->used > 0 && b >= 1 && cur != &mki_page_empty &&
+        bucket_of(s, cur->used) > b) {
+        s->curpg = &mki_page_empty;
+        select_current(s);
+        settle(s, cur);
+    }
 }
 
 void *mki_slab_alloc_rebucket(mki_slab *s, mki_page *pg, void *b)
@@ -123,9 +159,8 @@ static int page_new(mki_slab *s)
         mki_segment_page_release(pg);
         return -1;
     }
-    place(s, pg, bucket_of(s, 0));
+    s->curpg = pg; /* called only when there is no current page */
     set_range(s, pg);
-    refresh(s);
     return 0;
 }
 
@@ -135,11 +170,12 @@ static void slab_collect(mk_ctx *ctx);
  * open a page.  Returns 0, or -1 when memory is exhausted. */
 static int refill(mki_slab *s)
 {
-    if (atomic_load_explicit(&s->base.remote, memory_order_relaxed)) {
+    if (atomic_load_explicit(&s->base.remote, memory_order_relaxed))
         slab_collect(&s->base);
-        if (mki_page_has_chunk(s->curpg))
-            return 0;
-    }
+    if (s->curpg == &mki_page_empty)
+        select_current(s);
+    if (mki_page_has_chunk(s->curpg))
+        return 0;
     if (page_new(s) != 0) {
         errno = ENOMEM;
         return -1;
@@ -229,6 +265,8 @@ typedef void (*page_fn)(mki_page *pg, void *arg);
 
 static void each_page(mki_slab *s, page_fn fn, void *arg)
 {
+    if (s->curpg != &mki_page_empty)
+        fn(s->curpg, arg);
     for (unsigned b = 0; b < NB; b++)
         for (mki_page *pg = s->bucket[b], *next; pg; pg = next) {
             next = pg->next;
@@ -246,22 +284,24 @@ static void slab_reset(mk_ctx *ctx, int keep_one)
 {
     mki_slab *s = slab(ctx);
     atomic_store_explicit(&ctx->remote, NULL, memory_order_relaxed);
-    mki_page *keep = NULL;
-    for (unsigned b = 0; keep_one && !keep && b < NB; b++)
+    mki_page *keep = keep_one ? s->curpg : NULL;
+    for (unsigned b = 0; keep == &mki_page_empty && b < NB; b++)
         keep = s->bucket[b];
+    if (keep == &mki_page_empty)
+        keep = NULL;
     each_page(s, (page_fn)release_unless, keep);
     memset(s->bucket, 0, sizeof s->bucket);
-    s->cur = NB;
     s->curpg = &mki_page_empty;
     s->spare = NULL;
     if (keep) {
         keep->free = NULL;
         keep->extend = keep->start;
         keep->used = 0;
+        keep->next = keep->prev = NULL;
         if (ctx->fast_kind == MKI_KIND_SLOW)
             mki_instr_page_reset(keep);
-        place(s, keep, bucket_of(s, 0));
-        refresh(s);
+        s->curpg = keep;
+        set_range(s, keep);
     }
 }
 
@@ -330,9 +370,8 @@ static int slab_init(mk_ctx *ctx, const mk_ctx_opts *opts)
     s->page_units = (uint32_t)units;
     s->capacity = (uint32_t)(units * MKI_UNIT / slot);
     s->shift = 0;
-    while (bucket_of(s, 0) > NB - 1)
+    while ((s->capacity >> s->shift) > NB - 1)
         s->shift++;
-    s->cur = NB;
     s->curpg = &mki_page_empty;
     return 0;
 }
