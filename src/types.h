@@ -211,7 +211,7 @@ typedef struct mki_slab {
 /* GENERATION: chunks bumped into blocks, a block goes when its last dies. */
 typedef struct mki_gen {
     mk_ctx base;
-    mki_page *cur;        /* block being filled */
+    mki_page *cur;        /* block being filled, or &mki_page_empty */
     mki_page *blocks;     /* every block, `cur` included */
     mki_page *large;      /* chunks in a page of their own */
     size_t block_size;    /* size of the next block */
@@ -245,8 +245,9 @@ typedef struct mki_kind_ops {
     void (*reset)(mk_ctx *ctx, int keep_one);
     void (*stats)(const mk_ctx *ctx, mk_stats *out);
     void (*set_owner)(mk_ctx *ctx, uintptr_t tid);
-    /* Instrumented contexts: is chunk @p live (NULL: the instrument layer's
-     * bitmap knows), and call @fn on every live chunk. */
+    /* Instrumented contexts: is chunk @p live (1), freed (0) or not a chunk
+     * (-1); NULL: the instrument layer's bitmap knows.  And call @fn on
+     * every live chunk. */
     int (*is_live)(const mki_page *pg, const void *p);
     void (*each_live)(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
                       void *arg);

@@ -239,8 +239,11 @@ void mki_instr_free(mki_page *pg, void *p)
     }
     size_t usable = kind_usable(pg, p), req;
     if (MK_CONFIG_CHECK || pg->live) {
-        if (!is_live(pg, p)) {
-            mki_error_report("double free", p, ctx);
+        int live = is_live(pg, p);
+        if (live <= 0) {
+            mki_error_report(live < 0 ? "pointer is not the start of a chunk"
+                                      : "double free",
+                             p, ctx);
             return;
         }
         if (!tail_ok(p, usable, &req)) {
@@ -279,8 +282,11 @@ void *mki_instr_realloc(mki_page *pg, void *p, size_t size)
         return NULL;
     }
     size_t usable = kind_usable(pg, p), old = 0;
-    if (MK_CONFIG_CHECK && !is_live(pg, p)) {
-        mki_error_report("realloc of a freed chunk", p, ctx);
+    if (MK_CONFIG_CHECK && is_live(pg, p) <= 0) {
+        mki_error_report(is_live(pg, p) < 0
+                             ? "pointer is not the start of a chunk"
+                             : "realloc of a freed chunk",
+                         p, ctx);
         return NULL;
     }
     if (!tail_ok(p, usable, &old)) {

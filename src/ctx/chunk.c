@@ -21,7 +21,9 @@
  *   3. push the chunk on the page's free list, subtract one from the live
  *      count; if that reaches zero, give the page back (out of line).
  * mk_alloc, BUMP kind: round the size to 16, compare it with the room left
- * in the current block, move the pointer.
+ * in the current block, move the pointer.  GENERATION: the same, plus an
+ * 8-byte header store; its free (in free_generic) marks the header dead and
+ * drops the block's count.
  * No atomic operation, lock or call on any of these paths.  Errors, refills,
  * new pages, large chunks, other threads' frees, the other kinds and
  * instrumented contexts (check/instrument.c) are `noinline` helpers.
@@ -29,6 +31,7 @@
 #include "../check/annotate.h"
 #include "../internal.h"
 #include "../page/sizeclass.h"
+#include "generation.h"
 
 #include <errno.h>
 #include <string.h>
@@ -60,7 +63,11 @@ void *mk_alloc(mk_ctx *ctx, size_t size)
         }
         return mki_general_refill((mki_general *)ctx, pg, size);
     }
-    if (ctx->fast_kind == MK_BUMP) {
+    if (ctx->fast_kind == MK_GENERATION && size <= MKI_DIRECT_MAX) {
+        void *p = mki_gen_alloc_fast((mki_gen *)ctx, size);
+        if (MKI_LIKELY(p != NULL))
+            return p;
+    } else if (ctx->fast_kind == MK_BUMP) {
         /* a pointer bump and a bounds check; sizes round to 16, and a size
          * of 0 or one that wraps gives n == 0, which the slow path takes */
         mki_bump *bp = (mki_bump *)ctx;
@@ -143,6 +150,10 @@ static MKI_NOINLINE void free_generic(mki_page *pg, void *p)
         return;
     if (ctx->owner_tid != mki_tid()) {
         mki_chunk_remote_push(ctx, p);
+        return;
+    }
+    if (ctx->fast_kind == MK_GENERATION && pg->kind == MKI_PAGE_BLOCK) {
+        mki_gen_free_fast(pg, p);
         return;
     }
     ops->free(pg, p);

@@ -19,16 +19,15 @@
  * header.  Every page of this kind has fast_tid 0: frees always reach
  * gen_free.
  */
-#include "../internal.h"
+#include "generation.h"
 
 #include <errno.h>
-#include <string.h>
 
-#define HDR 8u
+#define HDR MKI_GEN_HDR
 #define FIRST_BLOCK ((size_t)1 << 10)
 #define MAX_BLOCK ((size_t)256 << 10)
-#define STATE_LIVE 0x6576696cu /* "live" */
-#define STATE_DEAD 0x64616564u /* "dead" */
+#define STATE_LIVE MKI_GEN_LIVE
+#define STATE_DEAD MKI_GEN_DEAD
 
 typedef struct gen_hdr {
     uint32_t size;  /* usable bytes of the chunk (a multiple of 16) */
@@ -102,20 +101,19 @@ static void *gen_alloc(mk_ctx *ctx, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    /* header + data is a multiple of 16, so every header sits at 8 mod 16
-     * and every chunk at 0 mod 16 */
-    size_t need = (HDR + (size ? size : 1) + 15) & ~(size_t)15;
+    size_t need = mki_gen_need(size);
     size_t data = need - HDR;
     if (need > g->block_max / 4)
         return large_alloc(g, size, 0);
     mki_page *pg = g->cur;
-    if (!pg || (size_t)(pg->end - pg->extend) < need) {
+    if ((size_t)(pg->end - pg->extend) < need) {
         mki_page *old = pg;
         pg = block_new(g, need);
         if (!pg)
             return NULL;
         g->cur = pg;
-        if (old && old->used == 0) { /* nothing live: give it back now */
+        if (old != &mki_page_empty && old->used == 0) {
+            /* nothing live: give it back now */
             mki_page_list_remove(&g->blocks, old);
             mki_segment_page_release(old);
         }
@@ -147,15 +145,20 @@ static void gen_free(mki_page *pg, void *p)
     gen_hdr h = hdr_get(p);
     hdr_set(p, h.size, STATE_DEAD);
     pg->live_bytes -= h.size;
-    if (--pg->used == 0) {
-        if (pg == g->cur) {
-            block_rewind(pg);
-            if (g->base.fast_kind == MKI_KIND_SLOW)
-                mki_instr_page_reset(pg);
-        } else {
-            mki_page_list_remove(&g->blocks, pg);
-            mki_segment_page_release(pg);
-        }
+    if (--pg->used == 0)
+        mki_gen_block_empty(pg);
+}
+
+void mki_gen_block_empty(mki_page *pg)
+{
+    mki_gen *g = gen(pg->ctx);
+    if (pg == g->cur) { /* rewind the block being filled */
+        block_rewind(pg);
+        if (g->base.fast_kind == MKI_KIND_SLOW)
+            mki_instr_page_reset(pg);
+    } else {
+        mki_page_list_remove(&g->blocks, pg);
+        mki_segment_page_release(pg);
     }
 }
 
@@ -202,9 +205,14 @@ static void *gen_realloc(mki_page *pg, void *p, size_t size)
 
 static void gen_page_empty(mki_page *pg) { (void)pg; /* never: fast_tid 0 */ }
 
+/* 1: a live chunk; 0: a freed one; -1: not the start of a chunk (no header
+ * there: the check can be fooled only by data that imitates a header). */
 static int gen_is_live(const mki_page *pg, const void *p)
 {
-    return pg->kind != MKI_PAGE_BLOCK || hdr_get(p).state == STATE_LIVE;
+    if (pg->kind != MKI_PAGE_BLOCK)
+        return 1;
+    uint32_t state = hdr_get(p).state;
+    return state == STATE_LIVE ? 1 : state == STATE_DEAD ? 0 : -1;
 }
 
 static void gen_each_live(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
@@ -226,7 +234,7 @@ static void gen_reset(mk_ctx *ctx, int keep_one)
 {
     mki_gen *g = gen(ctx);
     atomic_store_explicit(&ctx->remote, NULL, memory_order_relaxed);
-    mki_page *keep = keep_one ? g->cur : NULL;
+    mki_page *keep = keep_one && g->cur != &mki_page_empty ? g->cur : NULL;
     for (mki_page *pg = g->blocks, *next; pg; pg = next) {
         next = pg->next;
         if (pg != keep)
@@ -237,7 +245,7 @@ static void gen_reset(mk_ctx *ctx, int keep_one)
         mki_page_release(pg);
     }
     g->blocks = g->large = NULL;
-    g->cur = keep;
+    g->cur = keep ? keep : &mki_page_empty;
     if (keep) {
         keep->next = keep->prev = NULL;
         g->blocks = keep;
@@ -281,6 +289,7 @@ static int gen_init(mk_ctx *ctx, const mk_ctx_opts *opts)
         p2 <<= 1;
     g->block_size = p2;
     g->block_max = p2 > MAX_BLOCK ? p2 : MAX_BLOCK;
+    g->cur = &mki_page_empty;
     return 0;
 }
 
