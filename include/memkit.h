@@ -316,8 +316,53 @@ MK_API void mk_pool_free(mk_pool *pool, void *obj);
  */
 MK_API void mk_pool_delete(mk_pool *pool);
 
-/** The pool's figures (as mk_ctx_stats over all its slabs). */
+/**
+ * The pool's figures (as mk_ctx_stats over all its slabs; objects waiting
+ * in the pool's front, see mk_pool_get, count as free).
+ */
 MK_API int mk_pool_stats(const mk_pool *pool, mk_stats *out);
+
+/**
+ * The front of every pool: a short stack of objects freed into the pool,
+ * from which the next allocations are served first.  mk_pool_get() and
+ * mk_pool_put() below (and the typed functions of MK_POOL_DECLARE) pop and
+ * push it inline, without a call; mk_pool_alloc() and mk_pool_free() do the
+ * rest.  Read it only through those functions: its layout belongs to this
+ * version of memkit (a program built against this header must run with the
+ * same version of the library).
+ */
+typedef struct mk_pool_front {
+    void *head;     /* freed objects, linked through their first word */
+    unsigned count; /* objects on head */
+    unsigned room;  /* at most this many; 0 (thread-safe pools, checking
+                       and sanitizer builds) sends every call out of line */
+} mk_pool_front;
+
+/** As mk_pool_alloc(), inline for the common case. */
+static inline void *mk_pool_get(mk_pool *pool)
+{
+    mk_pool_front *f = (mk_pool_front *)(void *)pool;
+    void *obj = f->head;
+    if (obj) {
+        f->head = *(void **)obj;
+        f->count--;
+        return obj;
+    }
+    return mk_pool_alloc(pool);
+}
+
+/** As mk_pool_free(), inline for the common case. */
+static inline void mk_pool_put(mk_pool *pool, void *obj)
+{
+    mk_pool_front *f = (mk_pool_front *)(void *)pool;
+    if (f->count < f->room && obj) {
+        *(void **)obj = f->head;
+        f->head = obj;
+        f->count++;
+        return;
+    }
+    mk_pool_free(pool, obj);
+}
 
 /**
  * Declare a typed pool for C type @p T: a distinct handle type
@@ -342,11 +387,11 @@ MK_API int mk_pool_stats(const mk_pool *pool, mk_stats *out);
     }                                                                        \
     static inline T *NAME##_alloc(NAME##_pool *pool)                         \
     {                                                                        \
-        return (T *)mk_pool_alloc((mk_pool *)pool);                          \
+        return (T *)mk_pool_get((mk_pool *)pool);                            \
     }                                                                        \
     static inline void NAME##_free(NAME##_pool *pool, T *obj)                \
     {                                                                        \
-        mk_pool_free((mk_pool *)pool, obj);                                  \
+        mk_pool_put((mk_pool *)pool, obj);                                   \
     }                                                                        \
     static inline void NAME##_pool_delete(NAME##_pool *pool)                 \
     {                                                                        \

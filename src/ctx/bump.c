@@ -212,6 +212,11 @@ static void bump_each_live(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
 static void bump_reset(mk_ctx *ctx, int keep_one)
 {
     mki_bump *b = bump(ctx);
+    mki_page *one = b->blocks;
+    if (keep_one && one && !one->next && !b->large && !instrumented(b)) {
+        b->ptr = one->extend = one->start; /* the common case: rewind */
+        return;
+    }
     mki_page *keep = NULL;
     if (keep_one) /* the largest block */
         for (mki_page *pg = b->blocks; pg; pg = pg->next)

@@ -140,8 +140,10 @@ static void delete_descendants(mk_ctx *ctx)
 
 void mk_ctx_reset(mk_ctx *ctx)
 {
-    delete_descendants(ctx);
-    run_callbacks(ctx);
+    if (ctx->first_child)
+        delete_descendants(ctx);
+    if (ctx->callbacks)
+        run_callbacks(ctx);
     if (ctx->fast_kind == MKI_KIND_SLOW)
         mki_instr_reset(ctx, 0);
     mki_kinds[ctx->kind]->reset(ctx, 1);
