@@ -50,7 +50,7 @@ int mki_segment_owns(const void *p);
 /* Give back any page or huge chunk descriptor. */
 MKI_INLINE void mki_page_release(mki_page *pg)
 {
-    if (pg->seg->kind == MKI_SEG_HUGE)
+    if (pg->kind == MKI_PAGE_HUGE)
         mki_segment_huge_release(pg);
     else
         mki_segment_page_release(pg);

@@ -68,7 +68,7 @@ mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
         mki_meta_free(pool, sizeof *pool);
         return NULL;
     }
-    pool->root->user = pool;
+    ((mki_slab *)pool->root)->pool = pool;
     pool->name = name ? name : "?";
     pool->size = size;
     pool->align = align;
@@ -97,7 +97,7 @@ static MKI_NOINLINE mk_ctx *shard_slow(mk_pool *pool)
         mk_ctx_opts opts = {.chunk_size = pool->size, .chunk_align = pool->align};
         found = mk_ctx_new(pool->root, pool->name, MK_SLAB, &opts);
         if (found)
-            found->user = pool;
+            ((mki_slab *)found)->pool = pool;
     }
     pthread_mutex_unlock(&pool->lock);
     if (found) {
@@ -148,8 +148,8 @@ static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
     if (!pg)
         return;
     mk_ctx *c = pg->ctx;
-    if (MK_CONFIG_CHECK && c->user != pool) {
-        const mk_pool *owner = c->user;
+    const mk_pool *owner = c->kind == MK_SLAB ? ((mki_slab *)c)->pool : NULL;
+    if (MK_CONFIG_CHECK && owner != pool) {
         mki_error_wrong_pool(obj, owner ? "pool" : "context",
                              owner ? owner->name : c->name, pool->name);
         return;

@@ -101,19 +101,23 @@ struct mki_page {
     mk_ctx *ctx;         /* owner */
     /* -- colder -- */
     mki_page *next, *prev; /* in the owner's class list / full / large list */
-    mki_segment *seg;
-    uint32_t unit;  /* first unit in seg */
+    uint32_t unit;  /* first unit in its segment (mki_segment_of(start)) */
     uint32_t units; /* length in units (huge: 0) */
     uint8_t kind;   /* enum mki_page_kind */
     uint8_t cls;    /* size class (GENERAL pages); bucket (SLAB pages) */
     uint8_t flags;  /* enum mki_page_flag */
     uint8_t zeroed; /* memory known to be zero (fresh from the OS) */
     uint32_t capacity;
-    uint32_t lo, hi; /* SLAB pages: `used` range of their bucket; leaving it
-                        (used < lo after a free, used > hi after an alloc)
-                        calls the slab's rebucket */
     size_t size;    /* bytes of the page (huge: of the mapping) */
-    size_t live_bytes;      /* GENERATION blocks: bytes of live chunks */
+    union {
+        struct {
+            uint32_t lo, hi; /* SLAB pages: `used` range that keeps the page
+                                where it is; leaving it (used < lo after a
+                                free, used > hi after an alloc) calls the
+                                slab's rebucket */
+        };
+        size_t live_bytes;   /* GENERATION blocks: bytes of live chunks */
+    };
     _Atomic uint64_t *live; /* instrumented small pages: a bit per live
                                chunk (check/instrument.c) */
 };
@@ -177,7 +181,6 @@ struct mk_ctx {
     const char *name;
     mk_ctx *parent, *first_child, *next_sibling, *prev_sibling;
     mki_callback *callbacks;
-    void *user;           /* pools: the mk_pool this context serves */
     _Atomic(void *) remote; /* chunks freed by other threads, to collect */
 };
 
@@ -206,6 +209,7 @@ typedef struct mki_slab {
     mki_page *bucket[MKI_SLAB_BUCKETS]; /* [0]: full pages; the current
                                            page is on no list */
     mki_page *spare;      /* an empty page kept for reuse (if still empty) */
+    const void *pool;     /* the mk_pool this slab serves, or NULL */
 } mki_slab;
 
 /* GENERATION: chunks bumped into blocks, a block goes when its last dies. */

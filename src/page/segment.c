@@ -357,7 +357,6 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
         s->map[(unsigned)at + i] = pg;
     pthread_mutex_unlock(&arena_lock);
 
-    pg->seg = s;
     pg->unit = (uint32_t)at;
     pg->units = units;
     pg->size = (size_t)units * MKI_UNIT;
@@ -373,7 +372,7 @@ fail:
 
 void mki_segment_page_release(mki_page *pg)
 {
-    mki_segment *s = pg->seg;
+    mki_segment *s = mki_segment_of(pg->start);
     if (pg->live)
         mki_instr_page_release(pg);
     pthread_mutex_lock(&arena_lock);
@@ -472,7 +471,6 @@ mki_page *mki_segment_huge_alloc(size_t size, size_t align)
     s->base = s;
     s->huge_committed = header + body;
     mki_page *pg = &s->huge_page;
-    pg->seg = s;
     pg->kind = MKI_PAGE_HUGE;
     pg->start = chunk;
     pg->size = total;
@@ -488,7 +486,7 @@ mki_page *mki_segment_huge_alloc(size_t size, size_t align)
 
 void mki_segment_huge_release(mki_page *pg)
 {
-    mki_segment *s = pg->seg;
+    mki_segment *s = mki_segment_of(pg->start);
     pthread_mutex_lock(&arena_lock);
     registry_put((uintptr_t)s, 0);
     pthread_mutex_unlock(&arena_lock);

@@ -37,7 +37,7 @@ static void check_page(const mki_page *pg, uint32_t units, int line)
         th_fail(__FILE__, line, "page of %u units: NULL", units);
         return;
     }
-    const mki_segment *s = pg->seg;
+    const mki_segment *s = mki_segment_of(pg->start);
     size_t align = units <= 64 ? (size_t)units * MKI_UNIT : (size_t)64 * MKI_UNIT;
     int bad = 0;
 #define PG_EXPECT(cond)                                                       \
@@ -51,7 +51,7 @@ static void check_page(const mki_page *pg, uint32_t units, int line)
         return;
     PG_EXPECT(s->magic == MKI_SEG_MAGIC);
     PG_EXPECT(s->kind == MKI_SEG_NORMAL);
-    PG_EXPECT(mki_segment_of(pg->start) == s);
+    PG_EXPECT(s->map[pg->unit] == pg); /* the page map knows the page */
     PG_EXPECT(pg->units == units);
     PG_EXPECT(pg->size == (size_t)units * MKI_UNIT);
     PG_EXPECT(pg->kind == MKI_PAGE_FREE);
@@ -96,7 +96,7 @@ static void test_page_alignment_and_map(void)
         mki_page *pg = pgs[i];
         if (!pg)
             continue;
-        mki_segment *s = pg->seg;
+        mki_segment *s = mki_segment_of(pg->start);
         uint32_t u = pg->unit, units = pg->units;
         uint32_t before = s->free_units;
         mki_segment_page_release(pg);
@@ -180,7 +180,7 @@ static void test_commit_accounting(void)
     CHECK_EQ(seg_reserved(), r0 + MKI_SEG_SIZE);
     CHECK_EQ(seg_committed(),
              c0 + MKI_SEG_HEADER_UNITS * MKI_UNIT + 3 * MKI_UNIT);
-    mki_segment *s = pg->seg;
+    mki_segment *s = mki_segment_of(pg->start);
     for (uint32_t k = 0; k < 16; k++)
         CHECK_EQ(unit_committed(s, pg->unit + k), k < 3);
 
@@ -188,7 +188,7 @@ static void test_commit_accounting(void)
     size_t c1 = seg_committed();
     mki_page *pg2 = mki_segment_page_alloc(4, 4 * MKI_UNIT);
     REQUIRE_NOT_NULL(pg2);
-    CHECK_PTR_EQ(pg2->seg, s);
+    CHECK_PTR_EQ(mki_segment_of(pg2->start), s);
     CHECK_EQ(seg_committed(), c1 + 4 * MKI_UNIT);
 
     /* release: units stay committed (reuse is free) until trim */
@@ -208,7 +208,7 @@ static void test_commit_accounting(void)
     pg = mki_segment_page_alloc(64, 64 * MKI_UNIT);
     pg2 = mki_segment_page_alloc(64, 64 * MKI_UNIT);
     REQUIRE(pg && pg2);
-    CHECK_PTR_EQ(pg->seg, pg2->seg);
+    CHECK_PTR_EQ(mki_segment_of(pg->start), mki_segment_of(pg2->start));
     memset(pg->start, 1, pg->size);
     size_t c3 = seg_committed();
     mki_segment_page_release(pg2);
@@ -310,13 +310,13 @@ static void check_huge(size_t size, size_t align, int line)
                     (void *)pg->start, #cond);                                 \
     } while (0)
     HG_EXPECT(pg->kind == MKI_PAGE_HUGE);
-    HG_EXPECT(pg->seg && pg->seg->magic == MKI_SEG_MAGIC);
-    HG_EXPECT(pg->seg->kind == MKI_SEG_HUGE);
+    HG_EXPECT(mki_segment_of(pg->start) && mki_segment_of(pg->start)->magic == MKI_SEG_MAGIC);
+    HG_EXPECT(mki_segment_of(pg->start)->kind == MKI_SEG_HUGE);
     HG_EXPECT((size_t)(pg->end - pg->start) >= size);
     HG_EXPECT((uintptr_t)pg->start % MKI_OS_PAGE == 0);
     if (align)
         HG_EXPECT((uintptr_t)pg->start % align == 0);
-    HG_EXPECT(mki_segment_of(pg->start) == pg->seg);
+    HG_EXPECT(&mki_segment_of(pg->start)->huge_page == pg);
     HG_EXPECT(mki_page_of(pg->start) == pg);
     HG_EXPECT(pg->zeroed);
     HG_EXPECT(mki_segment_count() == segs + 1);
