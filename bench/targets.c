@@ -56,6 +56,11 @@ static const target targets[] = {
      "W1", "free-oldest", NULL, BA_mk_gen, 0, 64 * MiB, RATIO_ABOVE, 1.0},
     {"W5: 10,000 contexts x ten 64-byte chunks <= 16 MiB total RSS with mk-general",
      "W5", "rss", "total", BA_mk_general, 0, SIZE_MAX, VALUE_AT_MOST, 16.0},
+    /* the issue's reference figures (talloc 18.0, APR 39.4, mimalloc 108.8
+     * MiB) match what this bench measures as growth, not as total (which
+     * adds this process's baseline: the bench binary, peers, arrays) */
+    {"W5: the same judged on RSS growth (the measure of the issue's reference figures)",
+     "W5", "rss", "growth", BA_mk_general, 0, SIZE_MAX, VALUE_AT_MOST, 16.0},
     {"RSS: 1,000,000 live 48-byte chunks <= 49 MB resident with mk-slab (issue 3, SLAB)",
      "RSS", NULL, "1,000,000 x 48B live", BA_mk_slab, 0, SIZE_MAX, VALUE_AT_MOST, 49.0},
 };
