@@ -20,9 +20,11 @@
  * (n + 7) / 8; above that, a count-leading-zeros and two shifts.
  *
  * Page sizing: a context's first page of a class is small (1 KiB, or 8
- * chunks: ten 64-byte chunks cost one unit, not an OS page) and pages grow
- * with the context to 64 KiB, so a busy context pays one page acquisition per 64 KiB while 10,000
- * tiny contexts stay tiny.  Pages are a power of two of units and naturally
+ * chunks: ten 64-byte chunks cost one unit, not an OS page) and each next
+ * page is as large as what the context holds already, up to 64 KiB, so a
+ * busy context pays one page acquisition per 64 KiB while 10,000 tiny
+ * contexts stay tiny (a page is resident only as far as it is used, so
+ * fast growth costs address space, not memory).  Pages are a power of two of units and naturally
  * aligned, which keeps the unit bitmap search to one word and gives every
  * chunk of a power-of-two class the alignment of its size (mk_alloc_aligned).
  */
@@ -48,7 +50,7 @@ const uint8_t mki_class_direct[MKI_DIRECT_MAX / 8 + 1] = {
 
 uint32_t mki_class_page_units(unsigned cls, size_t held)
 {
-    size_t target = held / 4;
+    size_t target = held;
     if (target < MKI_UNIT)
         target = MKI_UNIT;
     if (target > MKI_PAGE_MAX)
