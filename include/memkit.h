@@ -36,6 +36,7 @@
 #define MEMKIT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -75,6 +76,7 @@ typedef enum mk_kind {
  * Report chunks still live when the context is deleted, as one line
  * "memkit: context NAME: N chunks (B bytes) leaked" (stderr or the error
  * handler; the checking build then aborts as for any detected error).
+ * Ignored for MK_BUMP, whose chunks are never freed one by one.
  */
 #define MK_CTX_REPORT_LEAKS 0x1u
 
@@ -324,7 +326,9 @@ MK_API int mk_pool_stats(const mk_pool *pool, mk_stats *out);
 
 /**
  * The front of every pool: a short stack of objects freed into the pool,
- * from which the next allocations are served first.  mk_pool_get() and
+ * from which the next allocations are served first.  It only takes objects
+ * of the page the pool allocates from ([lo, lo + span)), so it never keeps
+ * another page from emptying and going back.  mk_pool_get() and
  * mk_pool_put() below (and the typed functions of MK_POOL_DECLARE) pop and
  * push it inline, without a call; mk_pool_alloc() and mk_pool_free() do the
  * rest.  Read it only through those functions: its layout belongs to this
@@ -336,6 +340,8 @@ typedef struct mk_pool_front {
     unsigned count; /* objects on head */
     unsigned room;  /* at most this many; 0 (thread-safe pools, checking
                        and sanitizer builds) sends every call out of line */
+    uintptr_t lo;   /* address range of the objects the front may take */
+    uintptr_t span;
 } mk_pool_front;
 
 /** As mk_pool_alloc(), inline for the common case. */
@@ -355,7 +361,7 @@ static inline void *mk_pool_get(mk_pool *pool)
 static inline void mk_pool_put(mk_pool *pool, void *obj)
 {
     mk_pool_front *f = (mk_pool_front *)(void *)pool;
-    if (f->count < f->room && obj) {
+    if ((uintptr_t)obj - f->lo < f->span && f->count < f->room) {
         *(void **)obj = f->head;
         f->head = obj;
         f->count++;

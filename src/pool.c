@@ -3,13 +3,16 @@
  *
  * A pool is a SLAB context (the root) plus a name and flags.  Without
  * MK_POOL_THREADSAFE, a pool has a *front*: a stack of up to 64 objects
- * freed into it, which the next allocations take first.  The front is the
+ * freed into it, which the next allocations take first.  The front takes
+ * only objects of the slab's current page (an address range the slab keeps
+ * up to date) and gives them back to that page when the slab moves to
+ * another, so it never keeps any other page from emptying.  The front is the
  * first member of the pool and its layout is in memkit.h, so the inline
  * mk_pool_get / mk_pool_put (and MK_POOL_DECLARE's typed functions) serve a
  * program that allocates and frees in turn without any call: the cost of
  * a call is what bounds a called allocator near 2.5x glibc.  Objects in the
- * front are live for the slab (they keep their page from emptying) and free
- * for the program (statistics subtract them).  Past the front, alloc and
+ * front are live for their page and free for the program (statistics
+ * subtract them).  Past the front, alloc and
  * free go straight to the slab (no lookup: the pool is the slab).  With it, every thread allocates from a slab of
  * its own, a child of the root owned by that thread, so the allocation path
  * has no lock and no atomic operation; a free from another thread is pushed
@@ -77,6 +80,7 @@ mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
     if (!(flags & MK_POOL_THREADSAFE) && pool->root->fast_kind == MK_SLAB) {
         pool->fast = (mki_slab *)pool->root;
         pool->front.room = FRONT_ROOM;
+        pool->fast->front = &pool->front; /* the slab keeps its range */
     }
     pthread_mutex_init(&pool->lock, NULL);
     return pool;
@@ -164,7 +168,8 @@ static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
 
 void mk_pool_free(mk_pool *pool, void *obj)
 {
-    if (obj && pool->front.count < pool->front.room) {
+    if ((uintptr_t)obj - pool->front.lo < pool->front.span &&
+        pool->front.count < pool->front.room) {
         *(void **)obj = pool->front.head;
         pool->front.head = obj;
         pool->front.count++;

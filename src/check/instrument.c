@@ -40,7 +40,7 @@ static pthread_once_t annotate_once = PTHREAD_ONCE_INIT;
 /* Memcheck searches mempool chunks for leaks only when some malloc block is
  * live at exit ("All heap blocks were freed -- no leaks are possible"
  * otherwise); this one block, still reachable, keeps the search on. */
-static void *valgrind_anchor;
+static void *volatile valgrind_anchor; /* volatile: never optimised out */
 #endif
 
 static void annotate_init_once(void)

@@ -102,7 +102,7 @@ static void run_callbacks(mk_ctx *c)
 static void delete_leaf(mk_ctx *c)
 {
     run_callbacks(c);
-    if (c->flags & MK_CTX_REPORT_LEAKS) {
+    if ((c->flags & MK_CTX_REPORT_LEAKS) && !mki_kinds[c->kind]->no_free) {
         mk_stats st;
         mki_kinds[c->kind]->collect(c);
         mk_ctx_stats(c, &st, 0);

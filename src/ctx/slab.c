@@ -73,6 +73,29 @@ static void place(mki_slab *s, mki_page *pg, unsigned b)
     set_range(s, pg);
 }
 
+/* Make @pg the current page (or none).  A pool's front holds objects of the
+ * current page only: they go back onto it first, and the front then takes
+ * objects of the new page. */
+static void set_current(mki_slab *s, mki_page *pg)
+{
+    mk_pool_front *f = s->front;
+    if (f) {
+        mki_page *old = s->curpg;
+        while (f->head) {
+            void *obj = f->head;
+            f->head = *(void **)obj;
+            mki_page_push(old, obj);
+            old->used--;
+        }
+        f->count = 0;
+        f->lo = pg == &mki_page_empty ? 0 : (uintptr_t)pg->start;
+        f->span = (uintptr_t)(pg->end - pg->start);
+    }
+    s->curpg = pg;
+    if (pg != &mki_page_empty)
+        set_range(s, pg);
+}
+
 /* The current page is full or gone: take the head of the lowest non-empty
  * bucket above 0, one of the fullest pages, off its list. */
 static void select_current(mki_slab *s)
@@ -81,13 +104,12 @@ static void select_current(mki_slab *s)
     while (i < NB && !s->bucket[i])
         i++;
     if (i == NB) {
-        s->curpg = &mki_page_empty;
+        set_current(s, &mki_page_empty);
         return;
     }
     mki_page *pg = s->bucket[i];
     mki_page_list_remove(&s->bucket[i], pg);
-    s->curpg = pg;
-    set_range(s, pg);
+    set_current(s, pg);
 }
 
 /* Is @sp an empty page kept for reuse (other than @pg)? */
@@ -118,7 +140,11 @@ static void settle(mki_slab *s, mki_page *pg)
 void mki_slab_rebucket(mki_slab *s, mki_page *pg)
 {
     if (pg == s->curpg) { /* it filled up */
-        s->curpg = &mki_page_empty;
+        set_current(s, &mki_page_empty); /* the front's objects go back */
+        if (pg->used <= pg->hi) {        /* ... and it was not full */
+            set_current(s, pg);
+            return;
+        }
         place(s, pg, 0);
         select_current(s);
         return;
@@ -131,7 +157,7 @@ void mki_slab_rebucket(mki_slab *s, mki_page *pg)
     mki_page *cur = s->curpg;
     if (pg->used > 0 && b >= 1 && cur != &mki_page_empty &&
         bucket_of(s, cur->used) > b) {
-        s->curpg = &mki_page_empty;
+        set_current(s, &mki_page_empty);
         select_current(s);
         settle(s, cur);
     }
@@ -159,8 +185,7 @@ static int page_new(mki_slab *s)
         mki_segment_page_release(pg);
         return -1;
     }
-    s->curpg = pg; /* called only when there is no current page */
-    set_range(s, pg);
+    set_current(s, pg); /* called only when there is no current page */
     return 0;
 }
 
@@ -291,6 +316,10 @@ static void slab_reset(mk_ctx *ctx, int keep_one)
         keep = NULL;
     each_page(s, (page_fn)release_unless, keep);
     memset(s->bucket, 0, sizeof s->bucket);
+    if (s->front) { /* its objects died with their pages */
+        s->front->head = NULL;
+        s->front->count = 0;
+    }
     s->curpg = &mki_page_empty;
     s->spare = NULL;
     if (keep) {
@@ -300,8 +329,7 @@ static void slab_reset(mk_ctx *ctx, int keep_one)
         keep->next = keep->prev = NULL;
         if (ctx->fast_kind == MKI_KIND_SLOW)
             mki_instr_page_reset(keep);
-        s->curpg = keep;
-        set_range(s, keep);
+        set_current(s, keep);
     }
 }
 
