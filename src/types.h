@@ -197,7 +197,7 @@ typedef struct mki_general {
 } mki_general;
 
 /* SLAB: one chunk size; pages bucketed by how many chunks they have free. */
-#define MKI_SLAB_BUCKETS 8
+#define MKI_SLAB_BUCKETS 16
 typedef struct mki_slab {
     mk_ctx base;
     mki_page *curpg;      /* page allocated from, or &mki_page_empty */

@@ -6,15 +6,17 @@
  * Data structure: every page has the same size (64 KiB, or a multiple of it
  * for chunks above 64 KiB).  Allocation takes from the *current* page; every
  * other page sits in one of MKI_SLAB_BUCKETS lists by how many chunks it has
- * free, in whole steps of 2^shift (about a seventh of a page): bucket 0
- * holds pages with less than one step free, bucket b pages with
+ * free, in whole steps of 2^shift (a fifteenth to a thirtieth of a page):
+ * bucket 0 holds pages with less than one step free, bucket b pages with
  * nfree in [b * 2^shift, (b+1) * 2^shift).  When the current page fills, the
  * next one is the head of the lowest non-empty bucket above 0, one of the
  * fullest pages with a step free; a page that reaches bucket b while the
  * current page is emptier takes over.  Frees therefore concentrate on the
  * emptier pages, which empty out and go back to the shared page pool.  The
  * step is hysteresis: were a full page that gets one chunk back eligible at
- * once, a FIFO workload would switch pages on every allocation.
+ * once, a FIFO workload would switch pages on every allocation; its price
+ * is that up to a step of free chunks in a nearly full page waits (under
+ * 7% of the page) while other pages are used.
  *
  * O(1) both ways, and nearly free: each page carries the range [lo, hi] of
  * `used` that keeps it where it is, so the inline fast paths (slab.h)
