@@ -10,6 +10,11 @@
 #include "os/os.h"
 #include "types.h"
 
+/* Everything declared from here on is internal: hidden from the shared
+ * library's symbol table, and known to be so at every call site, so that
+ * calls and data loads go direct instead of through the GOT. */
+#pragma GCC visibility push(hidden)
+
 /* ---- page/meta.c: bookkeeping memory ------------------------------------ */
 void *mki_meta_alloc(size_t size); /* zeroed; NULL on OOM */
 void mki_meta_free(void *p, size_t size);
@@ -120,5 +125,7 @@ MKI_INLINE long mki_option(enum mki_option o)
 {
     return atomic_load_explicit(&mki_options[o], memory_order_relaxed);
 }
+
+#pragma GCC visibility pop
 
 #endif /* MKI_INTERNAL_H */

@@ -44,6 +44,8 @@
 #define MKI_VALGRIND 0
 #endif
 
+#pragma GCC visibility push(hidden)
+
 /* Non-zero when the process runs under Valgrind (set once, at start-up). */
 extern int mki_valgrind_on;
 /* Read RUNNING_ON_VALGRIND; idempotent. */
@@ -111,5 +113,7 @@ MKI_INLINE void mki_link_set(void *p, void *v)
     *(void **)p = v;
     mki_mem_noaccess(p, sizeof(void *));
 }
+
+#pragma GCC visibility pop
 
 #endif /* MKI_ANNOTATE_H */

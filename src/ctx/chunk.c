@@ -63,11 +63,7 @@ void *mk_alloc(mk_ctx *ctx, size_t size)
         }
         return mki_general_refill((mki_general *)ctx, pg, size);
     }
-    if (ctx->fast_kind == MK_GENERATION && size <= MKI_DIRECT_MAX) {
-        void *p = mki_gen_alloc_fast((mki_gen *)ctx, size);
-        if (MKI_LIKELY(p != NULL))
-            return p;
-    } else if (ctx->fast_kind == MK_BUMP) {
+    if (ctx->fast_kind == MK_BUMP) {
         /* a pointer bump and a bounds check; sizes round to 16, and a size
          * of 0 or one that wraps gives n == 0, which the slow path takes */
         mki_bump *bp = (mki_bump *)ctx;
@@ -77,6 +73,10 @@ void *mk_alloc(mk_ctx *ctx, size_t size)
             bp->ptr = p + n;
             return p;
         }
+    } else if (ctx->fast_kind == MK_GENERATION && size <= MKI_DIRECT_MAX) {
+        void *p = mki_gen_alloc_fast((mki_gen *)ctx, size);
+        if (MKI_LIKELY(p != NULL))
+            return p;
     }
     return alloc_generic(ctx, size);
 }

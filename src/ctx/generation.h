@@ -13,6 +13,8 @@
 
 #include <string.h>
 
+#pragma GCC visibility push(hidden)
+
 #define MKI_GEN_HDR 8u
 #define MKI_GEN_LIVE 0x6576696cu /* "live" */
 #define MKI_GEN_DEAD 0x64616564u /* "dead" */
@@ -56,5 +58,7 @@ MKI_INLINE void mki_gen_free_fast(mki_page *pg, void *p)
     if (MKI_UNLIKELY(--pg->used == 0))
         mki_gen_block_empty(pg);
 }
+
+#pragma GCC visibility pop
 
 #endif /* MKI_GENERATION_H */

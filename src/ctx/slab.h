@@ -11,6 +11,8 @@
 
 #include "../internal.h"
 
+#pragma GCC visibility push(hidden)
+
 void mki_slab_rebucket(mki_slab *s, mki_page *pg);
 void *mki_slab_alloc_slow(mki_slab *s); /* free list empty */
 /* rebucket after an allocation, returning its chunk @b (a tail call keeps
@@ -37,5 +39,7 @@ MKI_INLINE void mki_slab_free_fast(mki_slab *s, mki_page *pg, void *p)
     if (MKI_UNLIKELY(--pg->used < pg->lo))
         mki_slab_rebucket(s, pg);
 }
+
+#pragma GCC visibility pop
 
 #endif /* MKI_SLAB_H */

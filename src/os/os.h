@@ -19,6 +19,8 @@
 
 #include <stddef.h>
 
+#pragma GCC visibility push(hidden)
+
 /* How mki_os_decommit gives pages back. */
 enum mki_os_purge {
     MKI_OS_DONTNEED = 0, /* pages dropped at once; RSS falls now */
@@ -72,5 +74,7 @@ size_t mki_os_calls(void);
  * the n-th on fails.  n = 0 switches injection off.
  */
 void mki_os_fail_at(long n, int repeat);
+
+#pragma GCC visibility pop
 
 #endif /* MKI_OS_H */

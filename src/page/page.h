@@ -10,6 +10,8 @@
 #include "../check/annotate.h"
 #include "../types.h"
 
+#pragma GCC visibility push(hidden)
+
 /* A descriptor that never has a free chunk: the class slot of a context
  * that holds no page of that class points here, so the fast path needs no
  * NULL test (its fast_tid is 0, so no free ever reaches it). */
@@ -115,5 +117,7 @@ MKI_INLINE void mki_page_list_remove(mki_page **head, mki_page *pg)
         pg->next->prev = pg->prev;
     pg->next = pg->prev = NULL;
 }
+
+#pragma GCC visibility pop
 
 #endif /* MKI_PAGE_H */

@@ -7,6 +7,8 @@
 
 #include "../types.h"
 
+#pragma GCC visibility push(hidden)
+
 extern const uint8_t mki_class_direct[MKI_DIRECT_MAX / 8 + 1];
 extern const uint32_t mki_class_size[MKI_NCLASS];
 
@@ -31,5 +33,7 @@ MKI_INLINE unsigned mki_class_of(size_t n)
 /* Units (a power of two) of the next page for class @cls in a context that
  * already holds @held bytes of small pages. */
 uint32_t mki_class_page_units(unsigned cls, size_t held);
+
+#pragma GCC visibility pop
 
 #endif /* MKI_SIZECLASS_H */
