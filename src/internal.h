@@ -8,6 +8,8 @@
 #define MKI_INTERNAL_H
 
 #include "os/os.h"
+#include "page/page.h" /* includes system and sanitizer headers: outside the
+                          hidden region below */
 #include "types.h"
 
 /* Everything declared from here on is internal: hidden from the shared
@@ -50,7 +52,7 @@ size_t mki_segment_count(void);
 int mki_segment_owns(const void *p);
 
 /* ---- page/page.h (inline): owner lookup and free-list ops ---------------- */
-#include "page/page.h"
+/* (included at the top) */
 
 /* Give back any page or huge chunk descriptor. */
 MKI_INLINE void mki_page_release(mki_page *pg)
