@@ -12,6 +12,7 @@
 #   make clean
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+MAKEFLAGS += --no-print-directory
 CMAKE ?= cmake
 PREFIX ?=
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
@@ -32,9 +33,10 @@ tools-check:
 	  exit 1; \
 	fi
 
+# Build output goes to stderr, so that `make bench > table.txt` holds the table.
 build: tools-check
-	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMKIT_TESTS=ON -DMEMKIT_BENCH=ON -DMEMKIT_EXAMPLES=ON >/dev/null
-	@$(CMAKE) --build build -j$(JOBS)
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMKIT_TESTS=ON -DMEMKIT_BENCH=ON -DMEMKIT_EXAMPLES=ON >&2
+	@$(CMAKE) --build build -j$(JOBS) >&2
 
 test: build
 	cd build && ctest $(CTEST_FLAGS)
