@@ -119,10 +119,11 @@ mki_page *mki_check_pointer(const void *p, const char *op);
 /* ---- options.c ----------------------------------------------------------- */
 enum mki_option {
     MKI_OPT_PURGE_DELAY_MS = 0, /* -1 never, 0 at once, else delay */
+    MKI_OPT_VALGRIND,           /* annotate for Memcheck when under it */
     MKI_OPT_COUNT
 };
 extern _Atomic long mki_options[MKI_OPT_COUNT];
-void mki_options_init(void);
+void mki_options_init(void); /* reads MEMKIT_* once; idempotent */
 MKI_INLINE long mki_option(enum mki_option o)
 {
     return atomic_load_explicit(&mki_options[o], memory_order_relaxed);

@@ -25,13 +25,20 @@ static const option_def defs[MKI_OPT_COUNT] = {
      * -1 never (only mk_trim), 0 at once. */
     [MKI_OPT_PURGE_DELAY_MS] = {"purge_delay_ms", "MEMKIT_PURGE_DELAY_MS",
                                 100, -1, 3600000},
+    /* Under Valgrind, annotate chunks for Memcheck (1) or run the release
+     * paths unannotated (0: e.g. to count instructions with callgrind).
+     * Read when the first context is created. */
+    [MKI_OPT_VALGRIND] = {"valgrind", "MEMKIT_VALGRIND", 1, 0, 1},
 };
 
 _Atomic long mki_options[MKI_OPT_COUNT] = {
     [MKI_OPT_PURGE_DELAY_MS] = 100,
+    [MKI_OPT_VALGRIND] = 1,
 };
 
-void mki_options_init(void)
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static void read_environment(void)
 {
     for (int i = 0; i < MKI_OPT_COUNT; i++) {
         const char *v = getenv(defs[i].env);
@@ -43,6 +50,8 @@ void mki_options_init(void)
             atomic_store(&mki_options[i], x);
     }
 }
+
+void mki_options_init(void) { pthread_once(&env_once, read_environment); }
 
 static int find(const char *name)
 {

@@ -46,7 +46,9 @@ static void *volatile valgrind_anchor; /* volatile: never optimised out */
 static void annotate_init_once(void)
 {
 #if MKI_VALGRIND
-    mki_valgrind_on = RUNNING_ON_VALGRIND ? 1 : 0;
+    mki_options_init();
+    mki_valgrind_on =
+        RUNNING_ON_VALGRIND && mki_option(MKI_OPT_VALGRIND) ? 1 : 0;
     if (mki_valgrind_on)
         valgrind_anchor = malloc(1);
 #endif
