@@ -65,6 +65,9 @@ MKI_INLINE void mki_page_release(mki_page *pg)
 
 /* ---- ctx/context.c: the tree and dispatch -------------------------------- */
 extern const mki_kind_ops *const mki_kinds[4];
+/* opts->block_size (or @def when 0) rounded up to a power of two >= 1 KiB;
+ * 0 with errno EINVAL when outside [1 KiB, @max]. */
+size_t mki_ctx_block_size(const mk_ctx_opts *opts, size_t def, size_t max);
 uintptr_t mki_ctx_tid_slow(void);
 
 /* ---- ctx/chunk.c: the chunk API ------------------------------------------- */

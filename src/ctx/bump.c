@@ -269,17 +269,9 @@ static void bump_set_owner(mk_ctx *ctx, uintptr_t tid) { (void)ctx, (void)tid; }
 static int bump_init(mk_ctx *ctx, const mk_ctx_opts *opts)
 {
     mki_bump *b = bump(ctx);
-    size_t first = opts && opts->block_size ? opts->block_size : FIRST_BLOCK;
-    if (first < MKI_UNIT || first > MAX_BLOCK) {
-        errno = EINVAL;
-        return -1;
-    }
-    size_t p2 = MKI_UNIT;
-    while (p2 < first)
-        p2 <<= 1;
-    b->block_size = p2;
+    b->block_size = mki_ctx_block_size(opts, FIRST_BLOCK, MAX_BLOCK);
     b->block_max = MAX_BLOCK;
-    return 0;
+    return b->block_size ? 0 : -1;
 }
 
 const mki_kind_ops mki_bump_ops = {

@@ -173,6 +173,19 @@ int mk_ctx_on_reset(mk_ctx *ctx, void (*fn)(void *), void *arg)
     return 0;
 }
 
+size_t mki_ctx_block_size(const mk_ctx_opts *opts, size_t def, size_t max)
+{
+    size_t want = opts && opts->block_size ? opts->block_size : def;
+    if (want < MKI_UNIT || want > max) {
+        errno = EINVAL;
+        return 0;
+    }
+    size_t p2 = MKI_UNIT;
+    while (p2 < want)
+        p2 <<= 1;
+    return p2;
+}
+
 const char *mk_ctx_name(const mk_ctx *ctx) { return ctx->name; }
 mk_ctx *mk_ctx_parent(const mk_ctx *ctx) { return ctx->parent; }
 mk_kind mk_ctx_kind(const mk_ctx *ctx) { return (mk_kind)ctx->kind; }

@@ -279,18 +279,10 @@ static void gen_set_owner(mk_ctx *ctx, uintptr_t tid) { (void)ctx, (void)tid; }
 static int gen_init(mk_ctx *ctx, const mk_ctx_opts *opts)
 {
     mki_gen *g = gen(ctx);
-    size_t first = opts && opts->block_size ? opts->block_size : FIRST_BLOCK;
-    if (first < MKI_UNIT || first > MKI_LARGE_MAX) {
-        errno = EINVAL;
-        return -1;
-    }
-    size_t p2 = MKI_UNIT;
-    while (p2 < first)
-        p2 <<= 1;
-    g->block_size = p2;
-    g->block_max = p2 > MAX_BLOCK ? p2 : MAX_BLOCK;
+    g->block_size = mki_ctx_block_size(opts, FIRST_BLOCK, MKI_LARGE_MAX);
+    g->block_max = g->block_size > MAX_BLOCK ? g->block_size : MAX_BLOCK;
     g->cur = &mki_page_empty;
-    return 0;
+    return g->block_size ? 0 : -1;
 }
 
 const mki_kind_ops mki_generation_ops = {
