@@ -118,7 +118,7 @@ static void test_size_zero(void)
 static void test_free_is_noop(void)
 {
     if (mk_checking()) {
-        CHECK(1); /* reported there: wrong/checks.c */
+        th_note("skipped in this build: reported there: wrong/checks.c");
         return;
     }
     mk_ctx *c = mk_ctx_new(NULL, "nofree", MK_BUMP, NULL);
@@ -158,7 +158,7 @@ static void test_free_is_noop(void)
 static void test_realloc_unsupported(void)
 {
     if (mk_checking()) {
-        CHECK(1); /* reported there: wrong/checks.c */
+        th_note("skipped in this build: reported there: wrong/checks.c");
         return;
     }
     mk_ctx *c = mk_ctx_new(NULL, "norealloc", MK_BUMP, NULL);

@@ -181,7 +181,7 @@ static void test_alignment(void)
 static void test_overhead(void)
 {
     if (instrumented) {
-        CHECK(1); /* instrumented chunks carry a tail */
+        th_note("skipped in this build: instrumented chunks carry a tail");
         return;
     }
     const size_t sizes[] = {16, 24, 40, 64, 100, 1000};

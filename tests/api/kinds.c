@@ -429,7 +429,7 @@ static void leak_child(void *arg)
 static void test_leak_report_release(void)
 {
     if (mk_checking()) {
-        CHECK(1); /* the checking build aborts: wrong/checks.c */
+        th_note("skipped in this build: the checking build aborts: wrong/checks.c");
         return;
     }
     for (int i = 0; i < NCASES; i++) {

@@ -300,7 +300,7 @@ static void child_leak_silenced(void *arg)
 static void test_leak_report(void)
 {
     if (mk_checking()) {
-        CHECK(1); /* the checking build aborts: wrong/checks.c */
+        th_note("skipped in this build: the checking build aborts: wrong/checks.c");
         return;
     }
     char out[2048];
