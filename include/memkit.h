@@ -172,7 +172,8 @@ MK_API mk_ctx *mk_ctx_switch(mk_ctx *ctx);
  * Size 0 returns a unique pointer that can be freed.  The chunk is owned by
  * the context: mk_free() it, or let reset/delete take it.
  * @return the chunk, or NULL (errno ENOMEM) if memory is exhausted or @p size
- *         is too large; the context stays usable.
+ *         is too large; the context stays usable.  An MK_SLAB context
+ *         refuses a size above its chunk size (NULL, errno EINVAL).
  */
 MK_API void *mk_alloc(mk_ctx *ctx, size_t size) MK_MALLOC_LIKE;
 
@@ -207,13 +208,16 @@ MK_API char *mk_strdup(mk_ctx *ctx, const char *s) MK_MALLOC_LIKE;
  *    valid, freeable pointer).
  * @return the chunk (perhaps moved), or NULL (errno ENOMEM) when it cannot
  *         grow; @p p is then untouched and still owned by its context.
- *         Chunks of MK_BUMP contexts cannot be resized: NULL (errno ENOTSUP).
+ *         Chunks of MK_BUMP contexts cannot be resized: NULL (errno ENOTSUP;
+ *         the checking build reports it as an error).
+ *         MK_SLAB chunks cannot grow past the slab's size: NULL (EINVAL).
  */
 MK_API void *mk_realloc(void *p, size_t size);
 
 /**
  * Free chunk @p p; any thread may call it.  NULL is ignored.  On an MK_BUMP
- * chunk it does nothing (bump memory returns on reset/delete).
+ * chunk it does nothing (bump memory returns on reset/delete); the checking
+ * build reports it as an error.
  * Freeing a pointer memkit did not return, or freeing twice, is undefined;
  * the checking build (libmemkit-check) detects and reports both.
  */
@@ -221,7 +225,9 @@ MK_API void mk_free(void *p);
 
 /**
  * The number of bytes usable in chunk @p p (>= the size requested), or 0 for
- * NULL and for kinds that do not keep sizes (MK_BUMP).
+ * NULL and for kinds that do not keep sizes (MK_BUMP).  In instrumented
+ * builds (checking, ASan, under Valgrind) it is exactly the size requested,
+ * for every kind: the bytes past it are checked.
  */
 MK_API size_t mk_usable_size(const void *p);
 
@@ -239,7 +245,8 @@ typedef struct mk_stats {
     size_t bytes_reserved; /**< bytes of those blocks */
     size_t bytes_used;     /**< bytes handed out in live chunks (usable size) */
     size_t bytes_free;     /**< bytes_reserved - bytes_used */
-    size_t chunks;         /**< live chunks */
+    size_t chunks;         /**< live chunks (MK_BUMP: 0, it does not count
+                                them, except in instrumented builds) */
 } mk_stats;
 
 /**
@@ -262,7 +269,7 @@ MK_API void mk_ctx_stats_print(const mk_ctx *ctx, FILE *out);
 typedef struct mk_process_figures {
     size_t os_reserved;   /**< address space reserved from the OS */
     size_t os_committed;  /**< bytes that may be resident (not purged) */
-    size_t os_calls;      /**< OS requests made (reserve/commit/purge/release) */
+    size_t os_calls;      /**< system calls made (map, purge, unmap) */
     size_t segments;      /**< segments held (normal and huge) */
     size_t meta_bytes;    /**< bytes of memkit's own bookkeeping */
 } mk_process_figures;
@@ -320,7 +327,9 @@ MK_API void mk_pool_delete(mk_pool *pool);
 
 /**
  * The pool's figures (as mk_ctx_stats over all its slabs; objects waiting
- * in the pool's front, see mk_pool_get, count as free).
+ * in the pool's front, see mk_pool_get, count as free).  On a thread-safe
+ * pool the figures of other threads' slabs are read as they are: call it
+ * while those threads do not use the pool for exact figures.
  */
 MK_API int mk_pool_stats(const mk_pool *pool, mk_stats *out);
 

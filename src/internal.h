@@ -68,7 +68,21 @@ extern const mki_kind_ops *const mki_kinds[4];
 /* opts->block_size (or @def when 0) rounded up to a power of two >= 1 KiB;
  * 0 with errno EINVAL when outside [1 KiB, @max]. */
 size_t mki_ctx_block_size(const mk_ctx_opts *opts, size_t def, size_t max);
-uintptr_t mki_ctx_tid_slow(void);
+
+/* The thread that owns @ctx (read by any thread that frees). */
+MKI_INLINE uintptr_t mki_ctx_owner(const mk_ctx *ctx)
+{
+    return atomic_load_explicit(&((mk_ctx *)ctx)->owner_tid,
+                                memory_order_relaxed);
+}
+
+/* Take in the chunks other threads freed into @ctx, if there are any (the
+ * owner calls it on the slow paths that take new memory). */
+MKI_INLINE void mki_ctx_collect(mk_ctx *ctx)
+{
+    if (atomic_load_explicit(&ctx->remote, memory_order_relaxed))
+        mki_kinds[ctx->kind]->collect(ctx);
+}
 
 /* ---- ctx/chunk.c: the chunk API ------------------------------------------- */
 /* Queue chunk @p, freed by a thread that does not own @ctx, for the owner. */

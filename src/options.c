@@ -17,20 +17,21 @@
 typedef struct option_def {
     const char *name; /* as given to mk_option_get/set */
     const char *env;  /* environment variable */
-    long def, min, max;
+    long min, max;    /* the default is in mki_options below */
 } option_def;
 
 static const option_def defs[MKI_OPT_COUNT] = {
     /* How long a segment stays empty before it goes back to the OS:
      * -1 never (only mk_trim), 0 at once. */
     [MKI_OPT_PURGE_DELAY_MS] = {"purge_delay_ms", "MEMKIT_PURGE_DELAY_MS",
-                                100, -1, 3600000},
+                                -1, 3600000},
     /* Under Valgrind, annotate chunks for Memcheck (1) or run the release
      * paths unannotated (0: e.g. to count instructions with callgrind).
      * Read when the first context is created. */
-    [MKI_OPT_VALGRIND] = {"valgrind", "MEMKIT_VALGRIND", 1, 0, 1},
+    [MKI_OPT_VALGRIND] = {"valgrind", "MEMKIT_VALGRIND", 0, 1},
 };
 
+/* The defaults (docs/OPTIONS.md lists them too). */
 _Atomic long mki_options[MKI_OPT_COUNT] = {
     [MKI_OPT_PURGE_DELAY_MS] = 100,
     [MKI_OPT_VALGRIND] = 1,
@@ -63,6 +64,7 @@ static int find(const char *name)
 
 long mk_option_get(const char *name)
 {
+    mki_options_init(); /* the environment first, then the program */
     int i = find(name);
     if (i < 0) {
         errno = EINVAL;
@@ -73,6 +75,7 @@ long mk_option_get(const char *name)
 
 int mk_option_set(const char *name, long value)
 {
+    mki_options_init(); /* so the environment cannot override it later */
     int i = find(name);
     if (i < 0 || value < defs[i].min || value > defs[i].max) {
         errno = EINVAL;

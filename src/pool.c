@@ -92,10 +92,10 @@ static MKI_NOINLINE mk_ctx *shard_slow(mk_pool *pool)
     uintptr_t tid = mki_tid();
     mk_ctx *found = NULL;
     pthread_mutex_lock(&pool->lock);
-    if (pool->root->owner_tid == tid)
+    if (mki_ctx_owner(pool->root) == tid)
         found = pool->root;
     for (mk_ctx *c = pool->root->first_child; !found && c; c = c->next_sibling)
-        if (c->owner_tid == tid)
+        if (mki_ctx_owner(c) == tid)
             found = c;
     if (!found) {
         mk_ctx_opts opts = {.chunk_size = pool->size, .chunk_align = pool->align};
@@ -160,7 +160,8 @@ static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
     }
     if (c->fast_kind == MKI_KIND_SLOW)
         mki_instr_free(pg, obj);
-    else if (!(pool->flags & MK_POOL_THREADSAFE) || c->owner_tid == mki_tid())
+    else if (!(pool->flags & MK_POOL_THREADSAFE) ||
+             mki_ctx_owner(c) == mki_tid())
         mki_slab_free_fast((mki_slab *)c, pg, obj);
     else
         mki_chunk_remote_push(c, obj);
@@ -189,7 +190,11 @@ int mk_pool_stats(const mk_pool *pool, mk_stats *out)
         errno = EINVAL;
         return -1;
     }
-    if (mk_ctx_stats(pool->root, out, 1) != 0)
+    /* the lock keeps the list of per-thread slabs still */
+    pthread_mutex_lock((pthread_mutex_t *)&pool->lock);
+    int r = mk_ctx_stats(pool->root, out, 1);
+    pthread_mutex_unlock((pthread_mutex_t *)&pool->lock);
+    if (r != 0)
         return -1;
     /* objects in the front are free for the program, live for the slab */
     size_t slot = ((const mki_slab *)pool->root)->slot;

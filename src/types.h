@@ -134,7 +134,6 @@ struct mki_segment {
     uint32_t magic;
     uint32_t kind;          /* enum mki_seg_kind */
     size_t size;            /* bytes reserved (huge: the whole mapping) */
-    void *base;             /* start of the mapping (huge may start before) */
     mki_segment *next, *prev; /* arena lists */
     uint32_t free_units;
     uint32_t max_run_hint;  /* upper bound of the largest free aligned run */
@@ -175,7 +174,8 @@ struct mk_ctx {
     uint8_t fast_kind;    /* kind, or MKI_KIND_SLOW */
     uint16_t flags;       /* MK_CTX_* */
     uint32_t meta_size;   /* bytes of this struct (for mki_meta_free) */
-    uintptr_t owner_tid;  /* owning thread */
+    _Atomic uintptr_t owner_tid; /* owning thread (any thread reads it when
+                                    it frees: relaxed atomic) */
     uintptr_t fast_tid;   /* what pages copy into their fast_tid: the owner,
                              or 0 when instrumented */
     const char *name;

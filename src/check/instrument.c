@@ -240,7 +240,7 @@ void mki_instr_free(mki_page *pg, void *p)
         return;
     }
     size_t usable = kind_usable(pg, p), req;
-    if (MK_CONFIG_CHECK || pg->live) {
+    if (MK_CONFIG_CHECK || pg->live || ops->is_live) {
         int live = is_live(pg, p);
         if (live <= 0) {
             mki_error_report(live < 0 ? "pointer is not the start of a chunk"
@@ -267,7 +267,7 @@ void mki_instr_free(mki_page *pg, void *p)
         VALGRIND_MEMPOOL_FREE(ctx, p);
 #endif
     mki_mem_noaccess(p, usable);
-    if (ctx->owner_tid != mki_tid())
+    if (mki_ctx_owner(ctx) != mki_tid())
         mki_chunk_remote_push(ctx, p);
     else
         ops->free(pg, p);

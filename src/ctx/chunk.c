@@ -148,7 +148,7 @@ static MKI_NOINLINE void free_generic(mki_page *pg, void *p)
     }
     if (ops->no_free)
         return;
-    if (ctx->owner_tid != mki_tid()) {
+    if (mki_ctx_owner(ctx) != mki_tid()) {
         mki_chunk_remote_push(ctx, p);
         return;
     }

@@ -74,8 +74,8 @@ mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
     c->meta_size = (uint32_t)ops->ctx_size;
     c->flags = (uint16_t)(opts ? opts->flags : 0);
     c->name = name ? name : "?";
-    c->owner_tid = mki_tid();
-    c->fast_tid = instrumented ? 0 : c->owner_tid;
+    atomic_init(&c->owner_tid, mki_tid());
+    c->fast_tid = instrumented ? 0 : mki_tid();
     atomic_init(&c->remote, NULL);
     if (ops->init(c, opts) != 0) {
         mki_meta_free(c, ops->ctx_size);
@@ -88,20 +88,27 @@ mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
     return c;
 }
 
-static void run_callbacks(mk_ctx *c)
+/* Run the callbacks registered so far, newest first, once.  One that
+ * registers a callback during a reset registers it for the next reset;
+ * during a delete (@until_empty) it runs in the same delete. */
+static void run_callbacks(mk_ctx *c, int until_empty)
 {
-    mki_callback *cb;
-    while ((cb = c->callbacks) != NULL) {
-        c->callbacks = cb->next; /* unlinked first: fn may register more */
-        cb->fn(cb->arg);
-        mki_meta_free(cb, sizeof *cb);
-    }
+    do {
+        mki_callback *cb = c->callbacks;
+        c->callbacks = NULL;
+        while (cb) {
+            mki_callback *next = cb->next;
+            cb->fn(cb->arg);
+            mki_meta_free(cb, sizeof *cb);
+            cb = next;
+        }
+    } while (until_empty && c->callbacks);
 }
 
 /* Delete a context that has no children. */
 static void delete_leaf(mk_ctx *c)
 {
-    run_callbacks(c);
+    run_callbacks(c, 1);
     if ((c->flags & MK_CTX_REPORT_LEAKS) && !mki_kinds[c->kind]->no_free) {
         mk_stats st;
         mki_kinds[c->kind]->collect(c);
@@ -110,8 +117,10 @@ static void delete_leaf(mk_ctx *c)
             mki_error_leak("context", c->name, "chunks", st.chunks,
                            st.bytes_used);
     }
-    if (c->fast_kind == MKI_KIND_SLOW)
+    if (c->fast_kind == MKI_KIND_SLOW) {
+        mki_ctx_collect(c); /* chunks freed elsewhere are not live */
         mki_instr_reset(c, 1);
+    }
     mki_kinds[c->kind]->destroy(c);
     unlink_child(c);
     if (current == c)
@@ -143,9 +152,11 @@ void mk_ctx_reset(mk_ctx *ctx)
     if (ctx->first_child)
         delete_descendants(ctx);
     if (ctx->callbacks)
-        run_callbacks(ctx);
-    if (ctx->fast_kind == MKI_KIND_SLOW)
+        run_callbacks(ctx, 0);
+    if (ctx->fast_kind == MKI_KIND_SLOW) {
+        mki_ctx_collect(ctx); /* chunks freed elsewhere are not live */
         mki_instr_reset(ctx, 0);
+    }
     mki_kinds[ctx->kind]->reset(ctx, 1);
 }
 
@@ -193,7 +204,7 @@ mk_kind mk_ctx_kind(const mk_ctx *ctx) { return (mk_kind)ctx->kind; }
 void mk_ctx_set_owner(mk_ctx *ctx)
 {
     uintptr_t tid = mki_tid();
-    ctx->owner_tid = tid;
+    atomic_store_explicit(&ctx->owner_tid, tid, memory_order_relaxed);
     if (ctx->fast_kind != MKI_KIND_SLOW)
         ctx->fast_tid = tid;
     mki_kinds[ctx->kind]->set_owner(ctx, ctx->fast_tid);
@@ -208,8 +219,9 @@ static void default_destructor(void *arg)
 {
     mk_ctx *c = arg;
     mk_stats st;
-    mki_kinds[c->kind]->collect(c);
-    if (mk_ctx_stats(c, &st, 1) == 0 && st.chunks == 0 &&
+    mki_ctx_collect(c);
+    /* children (of any kind: BUMP counts no chunks) keep it alive */
+    if (!c->first_child && mk_ctx_stats(c, &st, 0) == 0 && st.chunks == 0 &&
         atomic_load(&c->remote) == NULL)
         mk_ctx_delete(c);
 }

@@ -176,8 +176,7 @@ static void *class_alloc(mki_general *g, unsigned c)
     mki_page *pg = *slot;
     if (MKI_LIKELY(mki_page_has_chunk(pg)))
         return mki_page_take(pg);
-    if (atomic_load_explicit(&g->base.remote, memory_order_relaxed))
-        mki_general_collect(&g->base);
+    mki_ctx_collect(&g->base);
     while ((pg = *slot) != &mki_page_empty) {
         if (mki_page_has_chunk(pg))
             return mki_page_take(pg);
@@ -206,6 +205,7 @@ void *mki_general_refill(mki_general *g, mki_page *pg, size_t size)
 
 static void *large_alloc(mki_general *g, size_t size, size_t align)
 {
+    mki_ctx_collect(&g->base); /* large chunks freed elsewhere go back */
     mki_page *pg = mki_segment_chunk_alloc(&g->base, size, align);
     if (!pg)
         return NULL;

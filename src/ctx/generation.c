@@ -85,8 +85,11 @@ static mki_page *block_new(mki_gen *g, size_t need)
     return pg;
 }
 
+static void gen_collect(mk_ctx *ctx);
+
 static void *large_alloc(mki_gen *g, size_t size, size_t align)
 {
+    mki_ctx_collect(&g->base);
     mki_page *pg = mki_segment_chunk_alloc(&g->base, size, align);
     if (!pg)
         return NULL;
@@ -106,6 +109,11 @@ static void *gen_alloc(mk_ctx *ctx, size_t size)
     if (need > g->block_max / 4)
         return large_alloc(g, size, 0);
     mki_page *pg = g->cur;
+    if ((size_t)(pg->end - pg->extend) < need) {
+        /* a new block: first let other threads' frees empty old ones */
+        mki_ctx_collect(&g->base);
+        pg = g->cur;
+    }
     if ((size_t)(pg->end - pg->extend) < need) {
         mki_page *old = pg;
         pg = block_new(g, need);

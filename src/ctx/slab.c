@@ -152,12 +152,13 @@ void mki_slab_rebucket(mki_slab *s, mki_page *pg)
         return;
     }
     mki_page_list_remove(&s->bucket[pg->cls], pg);
-    settle(s, pg);
+    uint32_t used = pg->used;
+    settle(s, pg); /* may give pg back: read nothing of it after */
     /* a page that has just become eligible and is fuller than the current
      * page takes over: allocation goes to the fullest eligible page */
-    unsigned b = bucket_of(s, pg->used);
+    unsigned b = bucket_of(s, used);
     mki_page *cur = s->curpg;
-    if (pg->used > 0 && b >= 1 && cur != &mki_page_empty &&
+    if (used > 0 && b >= 1 && cur != &mki_page_empty &&
         bucket_of(s, cur->used) > b) {
         set_current(s, &mki_page_empty);
         select_current(s);
@@ -197,8 +198,7 @@ static void slab_collect(mk_ctx *ctx);
  * open a page.  Returns 0, or -1 when memory is exhausted. */
 static int refill(mki_slab *s)
 {
-    if (atomic_load_explicit(&s->base.remote, memory_order_relaxed))
-        slab_collect(&s->base);
+    mki_ctx_collect(&s->base);
     if (s->curpg == &mki_page_empty)
         select_current(s);
     if (mki_page_has_chunk(s->curpg))

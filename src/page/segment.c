@@ -39,7 +39,9 @@ static _Atomic size_t segment_count;
 
 /* Registry of segment bases for the checking build's foreign-pointer test:
  * a small open-addressing set keyed by segment number, guarded by
- * arena_lock for writers and read under it too (checks are slow anyway). */
+ * arena_lock for writers and read under it too (checks are slow anyway).
+ * Made with the first segment; without it the checking build takes no
+ * segment (its chunks would look foreign). */
 #define REG_CAP 65536u
 static uintptr_t *registry;
 
@@ -144,38 +146,44 @@ static mki_segment **list_of(mki_segment *s)
 
 /* ---- registry (checking build) ------------------------------------------- */
 
-static void registry_put(uintptr_t base, int add)
+/* Add or remove a segment; 0, or -1 when the checking build cannot record
+ * it (the segment must then not be used: its chunks would look foreign). */
+static int registry_put(uintptr_t base, int add)
 {
     if (!MK_CONFIG_CHECK)
-        return;
-    if (!registry) {
+        return 0;
+    if (!registry) /* made with the first segment; a failure is retried */
         registry = mki_os_reserve(REG_CAP * sizeof(uintptr_t), MKI_OS_PAGE);
-        if (!registry)
-            return; /* checks then treat every pointer as foreign */
-    }
+    if (!registry)
+        return -1;
     uintptr_t key = base >> MKI_SEG_SHIFT;
     size_t i = (size_t)(key * 0x9E3779B97F4A7C15ull) % REG_CAP;
     for (size_t n = 0; n < REG_CAP; n++, i = (i + 1) % REG_CAP) {
         if (add && (registry[i] == 0 || registry[i] == 1)) {
-            registry[i] = key;
-            return;
+            registry[i] = key; /* keys are unique: no need to look further */
+            return 0;
         }
         if (!add && registry[i] == key) {
             registry[i] = 1; /* tombstone */
-            return;
+            return 0;
         }
         if (registry[i] == 0)
-            return;
+            return 0;
     }
+    return -1; /* full: 256 GiB of segments */
 }
 
 int mki_segment_owns(const void *p)
 {
-    if (!registry || !p)
+    if (!p)
         return 0;
     uintptr_t key = ((uintptr_t)p - 1) >> MKI_SEG_SHIFT;
     int found = 0;
     pthread_mutex_lock(&arena_lock);
+    if (!registry) {
+        pthread_mutex_unlock(&arena_lock);
+        return 0;
+    }
     size_t i = (size_t)(key * 0x9E3779B97F4A7C15ull) % REG_CAP;
     for (size_t n = 0; n < REG_CAP; n++, i = (i + 1) % REG_CAP) {
         if (registry[i] == key) {
@@ -213,12 +221,15 @@ static mki_segment *segment_new(void)
     s->magic = MKI_SEG_MAGIC;
     s->kind = MKI_SEG_NORMAL;
     s->size = MKI_SEG_SIZE;
-    s->base = s;
     s->free_units = MKI_UNITS - MKI_SEG_HEADER_UNITS;
     s->max_run_hint = MKI_UNITS;
     bits_set(s->used, 0, MKI_SEG_HEADER_UNITS, 1);
     bits_set(s->committed, 0, MKI_SEG_HEADER_UNITS, 1);
-    registry_put((uintptr_t)s, 1);
+    if (registry_put((uintptr_t)s, 1) != 0) {
+        mki_os_release(s, MKI_SEG_SIZE, header);
+        errno = ENOMEM;
+        return NULL;
+    }
     atomic_fetch_add_explicit(&segment_count, 1, memory_order_relaxed);
     return s;
 }
@@ -468,7 +479,6 @@ mki_page *mki_segment_huge_alloc(size_t size, size_t align)
     s->magic = MKI_SEG_MAGIC;
     s->kind = MKI_SEG_HUGE;
     s->size = total;
-    s->base = s;
     s->huge_committed = header + body;
     mki_page *pg = &s->huge_page;
     pg->kind = MKI_PAGE_HUGE;
@@ -478,8 +488,13 @@ mki_page *mki_segment_huge_alloc(size_t size, size_t align)
     pg->zeroed = 1;
     s->map[unit] = pg;
     pthread_mutex_lock(&arena_lock);
-    registry_put((uintptr_t)s, 1);
+    int recorded = registry_put((uintptr_t)s, 1);
     pthread_mutex_unlock(&arena_lock);
+    if (recorded != 0) {
+        mki_os_release(s, total, header + body);
+        errno = ENOMEM;
+        return NULL;
+    }
     atomic_fetch_add_explicit(&segment_count, 1, memory_order_relaxed);
     return pg;
 }

@@ -542,6 +542,33 @@ static void test_set_owner_handover(void)
     pthread_cond_destroy(&h.cond);
 }
 
+/* A callback that registers itself again during a reset runs at the next
+ * reset, not again in the same one; during a delete it runs before the
+ * context goes. */
+static mk_ctx *rereg_ctx;
+static int rereg_runs;
+static void rereg(void *arg)
+{
+    (void)arg;
+    rereg_runs++;
+    if (rereg_runs < 10)
+        mk_ctx_on_reset(rereg_ctx, rereg, NULL);
+}
+
+static void test_callback_registers_again(void)
+{
+    rereg_ctx = mk_ctx_new(NULL, "rereg", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(rereg_ctx);
+    rereg_runs = 0;
+    CHECK_EQ(mk_ctx_on_reset(rereg_ctx, rereg, NULL), 0);
+    mk_ctx_reset(rereg_ctx);
+    CHECK_EQ(rereg_runs, 1);
+    mk_ctx_reset(rereg_ctx);
+    CHECK_EQ(rereg_runs, 2);
+    mk_ctx_delete(rereg_ctx); /* runs until none is left */
+    CHECK_EQ(rereg_runs, 10);
+}
+
 int main(void)
 {
     RUN(test_new_general);
@@ -559,5 +586,6 @@ int main(void)
     RUN(test_many_callbacks);
     RUN(test_set_owner_same_thread);
     RUN(test_set_owner_handover);
+    RUN(test_callback_registers_again);
     return th_done();
 }

@@ -9,6 +9,7 @@
 
 #include <memkit.h>
 #include <pthread.h>
+#include <string.h>
 
 static void test_default(void)
 {
@@ -162,11 +163,45 @@ static void test_threads_switching(void)
     CHECK(ok[1]);
 }
 
+/* A thread exits while a BUMP child of its default context holds a chunk
+ * another thread still uses: the default context must stay (BUMP counts no
+ * chunks, so the default context's own figures say "empty"). */
+static char *handed;
+static void *make_bump_child(void *arg)
+{
+    (void)arg;
+    mk_ctx *arena = mk_ctx_new(mk_ctx_current(), "arena", MK_BUMP, NULL);
+    if (arena) {
+        handed = mk_alloc(arena, 100);
+        if (handed)
+            strcpy(handed, "still mine");
+    }
+    return NULL;
+}
+
+static void test_exit_keeps_bump_child(void)
+{
+    long old = mk_option_get("purge_delay_ms");
+    mk_option_set("purge_delay_ms", 0); /* freed memory would go at once */
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, make_bump_child, NULL) == 0);
+    pthread_join(t, NULL);
+    REQUIRE_NOT_NULL(handed);
+    mk_trim();
+    mk_ctx *arena = mk_ctx_of(handed);
+    REQUIRE_NOT_NULL(arena);
+    CHECK_STR_EQ(mk_ctx_name(arena), "arena");
+    CHECK_STR_EQ(handed, "still mine");
+    mk_ctx_delete(mk_ctx_parent(arena)); /* the exited thread's context */
+    mk_option_set("purge_delay_ms", old);
+}
+
 int main(void)
 {
     RUN(test_default);
     RUN(test_switch);
     RUN(test_per_thread);
     RUN(test_threads_switching);
+    RUN(test_exit_keeps_bump_child);
     return th_done();
 }

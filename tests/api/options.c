@@ -9,6 +9,7 @@
 #include "harness.h"
 
 #include <memkit.h>
+#include <stdlib.h>
 
 static void test_purge_delay(void)
 {
@@ -118,8 +119,29 @@ static void test_error_settings(void)
     mk_set_error_handler(NULL, NULL);
 }
 
+/* MEMKIT_PURGE_DELAY_MS is set for this test (CMakeLists.txt): the
+ * environment is read before the first get or set, and a value the program
+ * sets is not overridden by it later. */
+static void test_environment_then_program(void)
+{
+    const char *env = getenv("MEMKIT_PURGE_DELAY_MS");
+    if (!env) {
+        th_note("MEMKIT_PURGE_DELAY_MS not set: run through ctest");
+        return;
+    }
+    CHECK_EQ(mk_option_get("purge_delay_ms"), atol(env));
+    CHECK_EQ(mk_option_set("purge_delay_ms", 7), 0);
+    mk_ctx *c = mk_ctx_new(NULL, "first", MK_GENERAL, NULL); /* first use */
+    REQUIRE_NOT_NULL(c);
+    void *p = mk_alloc(c, 100);
+    CHECK_NOT_NULL(p);
+    CHECK_EQ(mk_option_get("purge_delay_ms"), 7);
+    mk_ctx_delete(c);
+}
+
 int main(void)
 {
+    RUN(test_environment_then_program); /* first: before any other use */
     RUN(test_purge_delay);
     RUN(test_unknown);
     RUN(test_purge_delay_effect);
