@@ -243,7 +243,9 @@ typedef struct mk_stats {
     size_t contexts;       /**< contexts counted (1 without recursion) */
     size_t blocks;         /**< pages/blocks held */
     size_t bytes_reserved; /**< bytes of those blocks */
-    size_t bytes_used;     /**< bytes handed out in live chunks (usable size) */
+    size_t bytes_used;     /**< bytes handed out in live chunks (usable size;
+                                MK_GENERATION: a block's bytes up to its
+                                fill point, until the block goes back) */
     size_t bytes_free;     /**< bytes_reserved - bytes_used */
     size_t chunks;         /**< live chunks (MK_BUMP: 0, it does not count
                                 them, except in instrumented builds) */

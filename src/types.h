@@ -109,15 +109,9 @@ struct mki_page {
     uint8_t zeroed; /* memory known to be zero (fresh from the OS) */
     uint32_t capacity;
     size_t size;    /* bytes of the page (huge: of the mapping) */
-    union {
-        struct {
-            uint32_t lo, hi; /* SLAB pages: `used` range that keeps the page
-                                where it is; leaving it (used < lo after a
-                                free, used > hi after an alloc) calls the
-                                slab's rebucket */
-        };
-        size_t live_bytes;   /* GENERATION blocks: bytes of live chunks */
-    };
+    uint32_t lo, hi; /* SLAB pages: `used` range that keeps the page where
+                        it is; leaving it (used < lo after a free, used > hi
+                        after an alloc) calls the slab's rebucket */
     _Atomic uint64_t *live; /* instrumented small pages: a bit per live
                                chunk (check/instrument.c) */
 };

@@ -22,8 +22,8 @@
  *      count; if that reaches zero, give the page back (out of line).
  * mk_alloc, BUMP kind: round the size to 16, compare it with the room left
  * in the current block, move the pointer.  GENERATION: the same, plus an
- * 8-byte header store; its free (in free_generic) marks the header dead and
- * drops the block's count.
+ * 8-byte header store; its free (in free_generic) drops the block's count
+ * without touching the chunk.
  * No atomic operation, lock or call on any of these paths.  Errors, refills,
  * new pages, large chunks, other threads' frees, the other kinds and
  * instrumented contexts (check/instrument.c) are `noinline` helpers.
@@ -153,7 +153,7 @@ static MKI_NOINLINE void free_generic(mki_page *pg, void *p)
         return;
     }
     if (ctx->fast_kind == MK_GENERATION && pg->kind == MKI_PAGE_BLOCK) {
-        mki_gen_free_fast(pg, p);
+        mki_gen_free_fast(pg);
         return;
     }
     ops->free(pg, p);

@@ -3,8 +3,8 @@
  * Only for contexts that are not instrumented (raw header words).
  *
  * Allocation writes the chunk's header {size, state} at the current
- * block's `extend` and moves it; a free marks the header dead and drops the
- * block's live count, calling out only when the count reaches zero.
+ * block's `extend` and moves it; a free drops the block's live count,
+ * calling out only when the count reaches zero.
  */
 #ifndef MKI_GENERATION_H
 #define MKI_GENERATION_H
@@ -42,19 +42,15 @@ MKI_INLINE void *mki_gen_alloc_fast(mki_gen *g, size_t size)
     memcpy(h, w, sizeof w);
     pg->extend = h + need;
     pg->used++;
-    pg->live_bytes += need - MKI_GEN_HDR;
     return h + MKI_GEN_HDR;
 }
 
-/* Free chunk @p of block @pg from the owner thread. */
-MKI_INLINE void mki_gen_free_fast(mki_page *pg, void *p)
+/* Free a chunk of block @pg from the owner thread.  The chunk itself is
+ * not touched: in a FIFO workload it was last used long ago and is cold,
+ * and only instrumented contexts (which mark headers dead, generation.c)
+ * need to know which chunks of a block are live. */
+MKI_INLINE void mki_gen_free_fast(mki_page *pg)
 {
-    char *h = (char *)p - MKI_GEN_HDR;
-    uint32_t w[2];
-    memcpy(w, h, sizeof w);
-    w[1] = MKI_GEN_DEAD;
-    memcpy(h, w, sizeof w);
-    pg->live_bytes -= w[0];
     if (MKI_UNLIKELY(--pg->used == 0))
         mki_gen_block_empty(pg);
 }

@@ -22,6 +22,7 @@
 #include "harness.h"
 
 #include <memkit.h>
+#include <stdio.h>
 
 #include "internal.h"
 
@@ -178,7 +179,17 @@ static void test_stats_known(void)
                st.chunks);
         CHECK_EQ(st.contexts, 1u);
         CHECK_GE(st.blocks, 1u);
-        CHECK_EQ(st.bytes_used, N * used_for_100(k, p[0]));
+        /* GENERATION in the release build counts a block's bytes up to its
+         * fill point (its frees do not touch chunks): headers and the
+         * 16-byte rounding on top of the usable sizes */
+        int fill_point = k->kind == MK_GENERATION && !instrumented;
+        if (fill_point) {
+            CHECK_GE(st.bytes_used, N * used_for_100(k, p[0]));
+            CHECK_LE(st.bytes_used,
+                     N * (used_for_100(k, p[0]) + 8) + st.blocks * 16);
+        } else {
+            CHECK_EQ(st.bytes_used, N * used_for_100(k, p[0]));
+        }
         /* BUMP keeps no sizes: it counts chunks only when instrumented */
         if (k->kind == MK_BUMP && !instrumented)
             CHECK_EQ(st.chunks, 0u);
@@ -188,12 +199,17 @@ static void test_stats_known(void)
             size_t usable = 0;
             for (int j = 0; j < N; j++)
                 usable += mk_usable_size(p[j]);
-            CHECK_EQ(st.bytes_used, usable);
+            if (!fill_point)
+                CHECK_EQ(st.bytes_used, usable);
+            size_t before = st.bytes_used;
             for (int j = 0; j < N; j += 2)
                 mk_free(p[j]);
             st = get(c, 0);
             CHECK_EQ(st.chunks, (size_t)N / 2);
-            CHECK_EQ(st.bytes_used, N / 2 * used_for_100(k, p[0]));
+            if (fill_point) /* no block emptied: nothing went back */
+                CHECK_EQ(st.bytes_used, before);
+            else
+                CHECK_EQ(st.bytes_used, N / 2 * used_for_100(k, p[0]));
         }
 
         /* recursive: a child of every kind adds its figures */
@@ -455,7 +471,15 @@ static void test_leak_report_release(void)
             th_fail(__FILE__, __LINE__, "%s: leak report child status 0x%x "
                     "(must not abort in the release build), stderr \"%s\"",
                     cases[i].name, st, out);
-        CHECK_STR_EQ(out, want);
+        if (cases[i].kind == MK_GENERATION && !instrumented) {
+            /* the bytes are the block's fill point: at least the chunks */
+            size_t bytes = 0;
+            CHECK_EQ(sscanf(out, "memkit: context leaky: 3 chunks (%zu bytes) "
+                            "leaked", &bytes), 1);
+            CHECK_GE(bytes, 3 * each);
+        } else {
+            CHECK_STR_EQ(out, want);
+        }
     }
 }
 
