@@ -95,6 +95,9 @@ extern const mki_kind_ops mki_generation_ops;
 extern const mki_kind_ops mki_bump_ops;
 void *mki_general_alloc_slow(mki_general *g, size_t size);
 void *mki_general_refill(mki_general *g, mki_page *pg, size_t size);
+/* mk_free's fast path left a non-current page of a GENERAL context empty
+ * (only GENERAL pages take that path). */
+void mki_general_page_empty(mki_page *pg);
 void mki_general_collect(mk_ctx *ctx);
 /* SLAB, for pools: a chunk of the slab's size; free from the owner thread. */
 void *mki_slab_alloc_chunk(mki_slab *s);

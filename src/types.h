@@ -238,7 +238,6 @@ typedef struct mki_kind_ops {
     void *(*alloc)(mk_ctx *ctx, size_t size);
     void *(*alloc_aligned)(mk_ctx *ctx, size_t size, size_t align);
     void (*free)(mki_page *pg, void *p); /* owner thread, off the fast path */
-    void (*page_empty)(mki_page *pg);    /* fast free left a page empty */
     void (*collect)(mk_ctx *ctx);        /* take in chunks of `remote` */
     void *(*realloc)(mki_page *pg, void *p, size_t size);
     size_t (*usable_size)(const mki_page *pg, const void *p);

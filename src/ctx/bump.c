@@ -154,7 +154,6 @@ static void *bump_alloc(mk_ctx *ctx, size_t size)
 }
 
 static void bump_free(mki_page *pg, void *p) { (void)pg, (void)p; }
-static void bump_page_empty(mki_page *pg) { (void)pg; }
 static void bump_collect(mk_ctx *ctx)
 {
     atomic_store_explicit(&ctx->remote, NULL, memory_order_relaxed);
@@ -283,7 +282,6 @@ const mki_kind_ops mki_bump_ops = {
     .alloc = bump_alloc,
     .alloc_aligned = bump_alloc_aligned,
     .free = bump_free,
-    .page_empty = bump_page_empty,
     .collect = bump_collect,
     .realloc = bump_realloc,
     .usable_size = bump_usable_size,

@@ -159,11 +159,6 @@ static MKI_NOINLINE void free_generic(mki_page *pg, void *p)
     ops->free(pg, p);
 }
 
-static MKI_NOINLINE void page_empty(mki_page *pg)
-{
-    mki_kinds[pg->ctx->kind]->page_empty(pg);
-}
-
 void mk_free(void *p)
 {
     if (MKI_UNLIKELY(p == NULL))
@@ -180,7 +175,7 @@ void mk_free(void *p)
         *(void **)p = pg->free;
         pg->free = p;
         if (MKI_UNLIKELY(--pg->used == 0))
-            page_empty(pg);
+            mki_general_page_empty(pg);
         return;
     }
     free_generic(pg, p);

@@ -100,7 +100,7 @@ static void page_drop(mki_general *g, mki_page *pg)
 /* A non-current page whose last chunk was freed: keep it as the spare if
  * there is none (its free list intact, ready for the next page this
  * context needs), else give it back. */
-static void general_page_empty(mki_page *pg)
+void mki_general_page_empty(mki_page *pg)
 {
     mki_general *g = gen(pg->ctx);
     /* not current, so not the head of its class list: unlink in place */
@@ -279,7 +279,7 @@ static void general_free(mki_page *pg, void *p)
         head->next = pg;
     }
     if (pg->used == 0)
-        general_page_empty(pg);
+        mki_general_page_empty(pg);
 }
 
 void mki_general_collect(mk_ctx *ctx)
@@ -292,7 +292,7 @@ void mki_general_collect(mk_ctx *ctx)
         if (pg->kind == MKI_PAGE_SMALL && !(pg->flags & MKI_PF_FULL)) {
             mki_page_push(pg, list);
             if (--pg->used == 0)
-                general_page_empty(pg);
+                mki_general_page_empty(pg);
         } else {
             general_free(pg, list);
         }
@@ -493,7 +493,6 @@ const mki_kind_ops mki_general_ops = {
     .alloc = general_alloc,
     .alloc_aligned = general_alloc_aligned,
     .free = general_free,
-    .page_empty = general_page_empty,
     .collect = mki_general_collect,
     .realloc = general_realloc,
     .usable_size = general_usable_size,

@@ -211,8 +211,6 @@ static void *gen_realloc(mki_page *pg, void *p, size_t size)
     return q;
 }
 
-static void gen_page_empty(mki_page *pg) { (void)pg; /* never: fast_tid 0 */ }
-
 /* 1: a live chunk; 0: a freed one; -1: not the start of a chunk (no header
  * there: the check can be fooled only by data that imitates a header). */
 static int gen_is_live(const mki_page *pg, const void *p)
@@ -304,7 +302,6 @@ const mki_kind_ops mki_generation_ops = {
     .alloc = gen_alloc,
     .alloc_aligned = gen_alloc_aligned,
     .free = gen_free,
-    .page_empty = gen_page_empty,
     .collect = gen_collect,
     .realloc = gen_realloc,
     .usable_size = gen_usable_size,

@@ -272,8 +272,6 @@ static void *slab_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
 
 static void slab_free(mki_page *pg, void *p) { mki_slab_free_chunk(pg, p); }
 
-static void slab_page_empty(mki_page *pg) { (void)pg; /* never: fast_tid 0 */ }
-
 static void *slab_realloc(mki_page *pg, void *p, size_t size)
 {
     if (size <= slab(pg->ctx)->user_size)
@@ -414,7 +412,6 @@ const mki_kind_ops mki_slab_ops = {
     .alloc = slab_alloc,
     .alloc_aligned = slab_alloc_aligned,
     .free = slab_free,
-    .page_empty = slab_page_empty,
     .collect = slab_collect,
     .realloc = slab_realloc,
     .usable_size = slab_usable_size,

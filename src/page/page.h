@@ -64,15 +64,6 @@ MKI_INLINE void mki_page_push(mki_page *pg, void *p)
     pg->free = p;
 }
 
-/* Pop a chunk; pre: pg->free != NULL. */
-MKI_INLINE void *mki_page_pop(mki_page *pg)
-{
-    void *b = pg->free;
-    pg->free = mki_link_get(b);
-    pg->used++;
-    return b;
-}
-
 /* Can the page hand out a chunk: a free one, or one never used yet?
  * (Never-used chunks lie in [extend, end) and are not on the free list: a
  * page is never threaded, it is touched only where chunks are handed out,
