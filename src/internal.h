@@ -130,6 +130,12 @@ void mki_instr_page_release(mki_page *pg);
 int mki_instr_stats(const mk_ctx *ctx, mk_stats *out);
 void mki_instr_page_each_live(mki_page *pg,
                               void (*fn)(mki_page *, void *, void *), void *arg);
+/* The same as a page walker's callback: @arg is a mki_live_walk. */
+typedef struct mki_live_walk {
+    void (*fn)(mki_page *, void *, void *);
+    void *arg;
+} mki_live_walk;
+void mki_instr_walk_page(mki_page *pg, void *walk);
 
 /* ---- check/check.c: the checking build's validation ---------------------- */
 /* Returns the page of a pointer memkit returned, or reports and returns

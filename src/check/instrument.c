@@ -357,6 +357,12 @@ int mki_instr_stats(const mk_ctx *ctx, mk_stats *out)
     return 1;
 }
 
+void mki_instr_walk_page(mki_page *pg, void *walk)
+{
+    mki_live_walk *w = walk;
+    mki_instr_page_each_live(pg, w->fn, w->arg);
+}
+
 /* Before a reset (@deleting 0) or a delete of an instrumented context. */
 void mki_instr_reset(mk_ctx *ctx, int deleting)
 {

@@ -458,22 +458,11 @@ static void general_set_owner(mk_ctx *ctx, uintptr_t tid)
     each_page(gen(ctx), set_tid, &tid);
 }
 
-typedef struct live_walk {
-    void (*fn)(mki_page *, void *, void *);
-    void *arg;
-} live_walk;
-
-static void page_each_live(mki_page *pg, void *arg)
-{
-    live_walk *w = arg;
-    mki_instr_page_each_live(pg, w->fn, w->arg);
-}
-
 static void general_each_live(mk_ctx *ctx,
                               void (*fn)(mki_page *, void *, void *), void *arg)
 {
-    live_walk w = {fn, arg};
-    each_page(gen(ctx), page_each_live, &w);
+    mki_live_walk w = {fn, arg};
+    each_page(gen(ctx), mki_instr_walk_page, &w);
 }
 
 static int general_init(mk_ctx *ctx, const mk_ctx_opts *opts)
