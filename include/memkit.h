@@ -455,7 +455,9 @@ typedef void (*mk_error_fn)(const char *msg, void *arg);
 
 /**
  * Replace the default error action (print the line to stderr, then abort)
- * with @p fn; NULL restores the default.  Thread-safe.
+ * with @p fn; NULL restores the default.  Thread-safe, but set it before
+ * other threads may report: the handler and @p arg are stored one after the
+ * other, so a report racing with the change may pair one with the other.
  */
 MK_API void mk_set_error_handler(mk_error_fn fn, void *arg);
 
