@@ -140,7 +140,7 @@ void mki_instr_walk_page(mki_page *pg, void *walk);
 /* ---- check/check.c: the checking build's validation ---------------------- */
 /* Returns the page of a pointer memkit returned, or reports and returns
  * NULL.  Only called when MK_CONFIG_CHECK. */
-mki_page *mki_check_pointer(const void *p, const char *op);
+mki_page *mki_check_pointer(const void *p);
 
 /* ---- options.c ----------------------------------------------------------- */
 enum mki_option {

@@ -147,7 +147,7 @@ void *mk_pool_alloc(mk_pool *pool)
 
 static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
 {
-    mki_page *pg = MK_CONFIG_CHECK ? mki_check_pointer(obj, "pool free")
+    mki_page *pg = MK_CONFIG_CHECK ? mki_check_pointer(obj)
                                    : mki_page_of(obj);
     if (!pg)
         return;

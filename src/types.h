@@ -106,7 +106,6 @@ struct mki_page {
     uint8_t kind;   /* enum mki_page_kind */
     uint8_t cls;    /* size class (GENERAL pages); bucket (SLAB pages) */
     uint8_t flags;  /* enum mki_page_flag */
-    uint8_t zeroed; /* memory known to be zero (fresh from the OS) */
     uint32_t capacity;
     size_t size;    /* bytes of the page (huge: of the mapping) */
     uint32_t lo, hi; /* SLAB pages: `used` range that keeps the page where
@@ -167,7 +166,6 @@ struct mk_ctx {
     uint8_t kind;         /* mk_kind */
     uint8_t fast_kind;    /* kind, or MKI_KIND_SLOW */
     uint16_t flags;       /* MK_CTX_* */
-    uint32_t meta_size;   /* bytes of this struct (for mki_meta_free) */
     _Atomic uintptr_t owner_tid; /* owning thread (any thread reads it when
                                     it frees: relaxed atomic) */
     uintptr_t fast_tid;   /* what pages copy into their fast_tid: the owner,
@@ -225,7 +223,6 @@ typedef struct mki_bump {
     mki_page *blocks;     /* every block, current first */
     mki_page *large;      /* chunks with a page of their own */
     size_t block_size;    /* size of the next block */
-    size_t block_max;
 } mki_bump;
 
 /* ---- the method table: one entry per kind ------------------------------- */

@@ -159,6 +159,19 @@ static void th_fail(const char *file, int line, const char *fmt, ...)
 /* Run one test function and report it. */
 #define RUN(fn) th_run(#fn, fn)
 
+/* Resident bytes of this process (0 if /proc cannot tell). */
+static inline size_t th_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    unsigned long size = 0, resident = 0;
+    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+        resident = 0;
+    fclose(f);
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
 /* Say why a test checks nothing in this build (it is not a check: a
  * program whose tests all skip still fails for having checked nothing). */
 static inline void th_note(const char *why) { printf("  note: %s\n", why); }

@@ -9,9 +9,8 @@
  */
 #include "../internal.h"
 
-mki_page *mki_check_pointer(const void *p, const char *op)
+mki_page *mki_check_pointer(const void *p)
 {
-    (void)op;
     if (!mki_segment_owns(p)) {
         mki_error_report("pointer memkit never returned", p, NULL);
         return NULL;
@@ -20,7 +19,7 @@ mki_page *mki_check_pointer(const void *p, const char *op)
     mki_page *pg;
     if (s->kind == MKI_SEG_HUGE) {
         pg = &s->huge_page;
-        if (pg->kind != MKI_PAGE_BLOCK && (const char *)p != pg->start) {
+        if ((const char *)p != pg->start) {
             mki_error_report("pointer inside a chunk, not its start", p,
                              pg->ctx);
             return NULL;

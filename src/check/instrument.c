@@ -221,7 +221,8 @@ void *mki_instr_alloc(mk_ctx *ctx, size_t size, size_t align)
     if (mki_valgrind_on) {
         mki_mem_noaccess(p, size);
         VALGRIND_MEMPOOL_ALLOC(ctx, p, size);
-        if (pg->zeroed) /* fresh from the OS: mk_alloc_zero relies on it */
+        if (pg->kind == MKI_PAGE_HUGE) /* a fresh mapping: mk_alloc_zero
+                                          relies on it being zero */
             mki_mem_defined(p, size);
     }
 #endif

@@ -36,11 +36,12 @@ static int instrumented(const mki_bump *b)
 /* The current block's fill level lives in the context; store it back. */
 static void save_current(mki_bump *b)
 {
-    if (b->blocks && b->blocks->start <= b->ptr && b->ptr <= b->blocks->end)
+    if (b->blocks) /* the head is the current block (big chunks have their
+                      own list) */
         b->blocks->extend = b->ptr;
 }
 
-/* An ordinary block (at most block_max, so it lies in a segment and every
+/* An ordinary block (at most MAX_BLOCK, so it lies in a segment and every
  * unit of it is in the page map). */
 static mki_page *block_alloc(mki_bump *b, size_t bytes)
 {
@@ -100,7 +101,7 @@ static void *alloc_slow(mki_bump *b, size_t n, size_t align)
 {
     size_t need = n + (instrumented(b) ? 2 * IHDR : 0) +
                   (align > 16 ? align - 16 : 0);
-    if (need > b->block_max / 4 || align > MKI_PAGE_MAX) {
+    if (need > MAX_BLOCK / 4 || align > MKI_PAGE_MAX) {
         mki_page *pg = mki_segment_chunk_alloc(&b->base, n, align);
         if (!pg)
             return NULL;
@@ -113,7 +114,7 @@ static void *alloc_slow(mki_bump *b, size_t n, size_t align)
     mki_page *pg = block_alloc(b, bytes);
     if (!pg)
         return NULL;
-    if (b->block_size < b->block_max)
+    if (b->block_size < MAX_BLOCK)
         b->block_size <<= 1;
     save_current(b);
     pg->prev = NULL;
@@ -269,7 +270,6 @@ static int bump_init(mk_ctx *ctx, const mk_ctx_opts *opts)
 {
     mki_bump *b = bump(ctx);
     b->block_size = mki_ctx_block_size(opts, FIRST_BLOCK, MAX_BLOCK);
-    b->block_max = MAX_BLOCK;
     return b->block_size ? 0 : -1;
 }
 

@@ -84,7 +84,8 @@ void *mk_alloc(mk_ctx *ctx, size_t size)
 void *mk_alloc_zero(mk_ctx *ctx, size_t size)
 {
     void *p = mk_alloc(ctx, size);
-    if (p && !(size > MKI_LARGE_MAX && mki_page_of(p)->zeroed))
+    /* a huge chunk is a fresh mapping: already zero */
+    if (p && !(size > MKI_LARGE_MAX && mki_page_of(p)->kind == MKI_PAGE_HUGE))
         memset(p, 0, size);
     return p;
 }
@@ -165,7 +166,7 @@ void mk_free(void *p)
         return;
     if (MK_CONFIG_CHECK) {
         /* validate before touching anything the pointer leads to */
-        mki_page *pg = mki_check_pointer(p, "free");
+        mki_page *pg = mki_check_pointer(p);
         if (pg)
             mki_instr_free(pg, p);
         return;
@@ -184,10 +185,10 @@ void mk_free(void *p)
 /* ---- queries and resizing ------------------------------------------------- */
 
 /* The page of a chunk handed to a query; in the checking build, validated. */
-static mki_page *page_for(const void *p, const char *op)
+static mki_page *page_for(const void *p)
 {
     if (MK_CONFIG_CHECK)
-        return mki_check_pointer(p, op);
+        return mki_check_pointer(p);
     return mki_page_of(p);
 }
 
@@ -197,7 +198,7 @@ void *mk_realloc(void *p, size_t size)
         mk_ctx *cur = mk_ctx_current();
         return cur ? mk_alloc(cur, size) : NULL;
     }
-    mki_page *pg = page_for(p, "realloc");
+    mki_page *pg = page_for(p);
     if (!pg)
         return NULL;
     if (size > MKI_SIZE_MAX) {
@@ -217,7 +218,7 @@ size_t mk_usable_size(const void *p)
 {
     if (!p)
         return 0;
-    mki_page *pg = page_for(p, "usable_size");
+    mki_page *pg = page_for(p);
     if (!pg)
         return 0;
     if (pg->ctx->fast_kind == MKI_KIND_SLOW)
@@ -229,6 +230,6 @@ mk_ctx *mk_ctx_of(const void *p)
 {
     if (!p)
         return NULL;
-    mki_page *pg = page_for(p, "ctx_of");
+    mki_page *pg = page_for(p);
     return pg ? pg->ctx : NULL;
 }

@@ -71,7 +71,6 @@ mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
     int instrumented = mki_instr_active();
     c->kind = (uint8_t)kind;
     c->fast_kind = instrumented ? MKI_KIND_SLOW : (uint8_t)kind;
-    c->meta_size = (uint32_t)ops->ctx_size;
     c->flags = (uint16_t)(opts ? opts->flags : 0);
     c->name = name ? name : "?";
     atomic_init(&c->owner_tid, mki_tid());
@@ -129,7 +128,7 @@ static void delete_leaf(mk_ctx *c)
         thread_default = NULL;
         pthread_setspecific(default_key, NULL);
     }
-    mki_meta_free(c, c->meta_size);
+    mki_meta_free(c, mki_kinds[c->kind]->ctx_size);
 }
 
 /* Delete every descendant of @ctx, children before their parents. */

@@ -485,7 +485,6 @@ mki_page *mki_segment_huge_alloc(size_t size, size_t align)
     pg->start = chunk;
     pg->size = total;
     pg->end = chunk + body;
-    pg->zeroed = 1;
     s->map[unit] = pg;
     pthread_mutex_lock(&arena_lock);
     int recorded = registry_put((uintptr_t)s, 1);

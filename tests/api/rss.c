@@ -9,18 +9,6 @@
 
 #include <memkit.h>
 
-static size_t rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f)
-        return 0;
-    unsigned long size = 0, resident = 0;
-    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-        resident = 0;
-    fclose(f);
-    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
-}
-
 static void touch(void *p, size_t n)
 {
     memset(p, 0x5a, n);
@@ -28,7 +16,7 @@ static void touch(void *p, size_t n)
 
 static void test_rss_returns(void)
 {
-    size_t before = rss_bytes();
+    size_t before = th_rss_bytes();
     REQUIRE(before > 0);
     mk_ctx *ctx = mk_ctx_new(NULL, "rss", MK_GENERAL, NULL);
     REQUIRE_NOT_NULL(ctx);
@@ -55,12 +43,12 @@ static void test_rss_returns(void)
         touch(p, n);
         held += n;
     }
-    size_t peak = rss_bytes();
+    size_t peak = th_rss_bytes();
     printf("  rss: before %zu KiB, peak %zu KiB\n", before >> 10, peak >> 10);
     CHECK_GE(peak, before + ((size_t)150 << 20));
     mk_ctx_delete(ctx);
     size_t trimmed = mk_trim();
-    size_t after = rss_bytes();
+    size_t after = th_rss_bytes();
     printf("  rss: after delete + trim %zu KiB (trim gave %zu KiB)\n",
            after >> 10, trimmed >> 10);
     /* back within 8 MiB of the start (bookkeeping, stdio) */

@@ -257,18 +257,6 @@ static void test_no_header(void)
 
 /* ---- a million chunks ------------------------------------------------------ */
 
-static size_t rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f)
-        return 0;
-    unsigned long size = 0, resident = 0;
-    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-        resident = 0;
-    fclose(f);
-    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
-}
-
 /* Transparent huge pages on for every mapping make resident memory jump
  * by 2 MiB at a time: the resident-size check is then meaningless. */
 static int thp_always(void)
@@ -296,7 +284,7 @@ static void test_million(void)
     memset(ptrs, 0xff, (size_t)n * sizeof *ptrs);
     mk_trim();
     size_t base = mki_os_committed(), meta0 = mki_meta_bytes();
-    size_t rss0 = rss_bytes();
+    size_t rss0 = th_rss_bytes();
     mk_ctx *c = slab_new("million", 48, 0);
     REQUIRE_NOT_NULL(c);
     for (long i = 0; i < n; i++) {
@@ -309,7 +297,7 @@ static void test_million(void)
         ptrs[i] = p;
     }
     size_t committed = mki_os_committed() - base;
-    size_t rss = rss_bytes() - rss0;
+    size_t rss = th_rss_bytes() - rss0;
     mk_stats st;
     mk_ctx_stats(c, &st, 0);
     printf("  %ld chunks: %zu blocks, %zu bytes reserved, committed +%zu, "

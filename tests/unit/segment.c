@@ -321,7 +321,7 @@ static void check_huge(size_t size, size_t align, int line)
         HG_EXPECT((uintptr_t)pg->start % align == 0);
     HG_EXPECT(&mki_segment_of(pg->start)->huge_page == pg);
     HG_EXPECT(mki_page_of(pg->start) == pg);
-    HG_EXPECT(pg->zeroed);
+    HG_EXPECT(th_all_zero(pg->start, (size_t)(pg->end - pg->start)));
     HG_EXPECT(mki_segment_count() == segs + 1);
     HG_EXPECT(mki_os_committed() >= c0 + size);
     HG_EXPECT(mki_os_reserved() >= r0 + size);
