@@ -30,7 +30,9 @@
  * or less is aligned to 8 and a request of 17..24 bytes is aligned to 8 (an
  * object whose size is not a multiple of 16 cannot need 16-byte alignment;
  * this is what lets a 24-byte object cost 24 bytes).  mk_alloc_aligned()
- * gives any power of two.
+ * gives any power of two.  MK_SLAB is the exception: every chunk of a slab
+ * has the slab's one alignment (mk_ctx_opts.chunk_align), whatever the size
+ * asked for.
  */
 #ifndef MEMKIT_H
 #define MEMKIT_H
@@ -87,7 +89,9 @@ typedef enum mk_kind {
 typedef struct mk_ctx_opts {
     unsigned flags;       /**< MK_CTX_* flags */
     size_t chunk_size;    /**< MK_SLAB: the one chunk size (required) */
-    size_t chunk_align;   /**< MK_SLAB: chunk alignment (power of two) */
+    size_t chunk_align;   /**< MK_SLAB: the alignment of every chunk, a
+                               power of two up to 64 KiB (0: the alignment
+                               mk_alloc gives chunk_size; at least 8) */
     size_t block_size;    /**< MK_GENERATION / MK_BUMP: preferred block size */
 } mk_ctx_opts;
 
@@ -181,9 +185,13 @@ MK_API void *mk_alloc(mk_ctx *ctx, size_t size) MK_MALLOC_LIKE;
 MK_API void *mk_alloc_zero(mk_ctx *ctx, size_t size) MK_MALLOC_LIKE;
 
 /**
- * As mk_alloc(), aligned to @p align, which must be a power of two.
- * @return NULL with errno EINVAL if @p align is not a power of two, ENOMEM
- *         if memory is exhausted.
+ * As mk_alloc(), aligned to @p align, which must be a power of two.  Size 0
+ * gives a unique, freeable chunk with a usable size of at least 8 at every
+ * alignment (MK_BUMP: 0, as for every bump chunk).
+ * @return NULL with errno EINVAL if @p align is not a power of two, or if
+ *         it is larger than an MK_SLAB context's chunk alignment (a slab
+ *         gives its one alignment or less, never more); ENOMEM if memory
+ *         is exhausted.
  */
 MK_API void *mk_alloc_aligned(mk_ctx *ctx, size_t size,
                               size_t align) MK_MALLOC_LIKE;
@@ -253,10 +261,12 @@ typedef struct mk_stats {
 
 /**
  * Fill @p out with @p ctx's figures; with @p recurse non-zero, add those of
- * every descendant.  Chunks freed by other threads and not yet collected
- * still count as used (except in instrumented builds — checking, ASan,
- * under Valgrind — which count a chunk as freed at once, and count the
- * requested bytes of each chunk as its used bytes).
+ * every descendant.  A chunk counts as freed as soon as mk_free() returns,
+ * whichever thread freed it, for every kind and size and in every build:
+ * the call first takes in the chunks other threads freed into the contexts
+ * it reports, so it is a use of those contexts (thread rules).
+ * Instrumented builds (checking, ASan, under Valgrind) count the requested
+ * bytes of each chunk as its used bytes.
  * @return 0, or -1 (errno EINVAL) for a NULL argument.
  */
 MK_API int mk_ctx_stats(const mk_ctx *ctx, mk_stats *out, int recurse);
@@ -330,8 +340,11 @@ MK_API void mk_pool_delete(mk_pool *pool);
 /**
  * The pool's figures (as mk_ctx_stats over all its slabs; objects waiting
  * in the pool's front, see mk_pool_get, count as free).  On a thread-safe
- * pool the figures of other threads' slabs are read as they are: call it
- * while those threads do not use the pool for exact figures.
+ * pool, any thread may call it at any time: the calling thread's own slab
+ * counts as mk_ctx_stats would count it, but other threads' slabs are read
+ * as they are (an object freed into another thread's slab by a third thread
+ * counts as live until that slab's thread takes it in), so the figures are
+ * exact only while the other threads leave the pool alone.
  */
 MK_API int mk_pool_stats(const mk_pool *pool, mk_stats *out);
 

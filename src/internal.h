@@ -142,6 +142,14 @@ void mki_instr_walk_page(mki_page *pg, void *walk);
  * NULL.  Only called when MK_CONFIG_CHECK. */
 mki_page *mki_check_pointer(const void *p);
 
+/* ---- stats.c --------------------------------------------------------------- */
+/* mk_ctx_stats, except that with @owned_only the chunks other threads freed
+ * are taken in only for the contexts the calling thread owns (typed pools:
+ * other threads' slabs are read as they are, never collected under their
+ * owner's feet). */
+int mki_stats_tree(const mk_ctx *ctx, mk_stats *out, int recurse,
+                   int owned_only);
+
 /* ---- options.c ----------------------------------------------------------- */
 enum mki_option {
     MKI_OPT_PURGE_DELAY_MS = 0, /* -1 never, 0 at once, else delay */

@@ -192,7 +192,8 @@ int mk_pool_stats(const mk_pool *pool, mk_stats *out)
     }
     /* the lock keeps the list of per-thread slabs still */
     pthread_mutex_lock((pthread_mutex_t *)&pool->lock);
-    int r = mk_ctx_stats(pool->root, out, 1);
+    int r = mki_stats_tree(pool->root, out, 1,
+                           (pool->flags & MK_POOL_THREADSAFE) != 0);
     pthread_mutex_unlock((pthread_mutex_t *)&pool->lock);
     if (r != 0)
         return -1;

@@ -20,8 +20,16 @@ static void add(mk_stats *to, const mk_stats *from)
     to->chunks += from->chunks;
 }
 
-static void one(const mk_ctx *ctx, mk_stats *out)
+/* The figures of one context.  With @collect, the chunks other threads
+ * freed into it are taken in first, so that a chunk counts as freed as soon
+ * as mk_free returns, whichever thread called it: one rule for every kind,
+ * size and build (instrumented builds check a free when it happens, release
+ * builds when the owner takes it in).  Asking for figures is a use of the
+ * context (memkit.h's thread rules), which is what makes that safe. */
+static void one(const mk_ctx *ctx, mk_stats *out, int collect)
 {
+    if (collect)
+        mki_ctx_collect((mk_ctx *)ctx);
     memset(out, 0, sizeof *out);
     out->contexts = 1;
     mki_kinds[ctx->kind]->stats(ctx, out);
@@ -42,22 +50,34 @@ static const mk_ctx *next_in(const mk_ctx *c, const mk_ctx *root)
     return NULL;
 }
 
-int mk_ctx_stats(const mk_ctx *ctx, mk_stats *out, int recurse)
+/* Should the figures of @c be preceded by a collect (see one())? */
+static int may_collect(const mk_ctx *c, int owned_only)
+{
+    return !owned_only || mki_ctx_owner(c) == mki_tid();
+}
+
+int mki_stats_tree(const mk_ctx *ctx, mk_stats *out, int recurse,
+                   int owned_only)
 {
     if (!ctx || !out) {
         errno = EINVAL;
         return -1;
     }
-    one(ctx, out);
+    one(ctx, out, may_collect(ctx, owned_only));
     if (recurse) {
         for (const mk_ctx *c = next_in(ctx, ctx); c; c = next_in(c, ctx)) {
             mk_stats s;
-            one(c, &s);
+            one(c, &s, may_collect(c, owned_only));
             add(out, &s);
         }
     }
     out->bytes_free = out->bytes_reserved - out->bytes_used;
     return 0;
+}
+
+int mk_ctx_stats(const mk_ctx *ctx, mk_stats *out, int recurse)
+{
+    return mki_stats_tree(ctx, out, recurse, 0);
 }
 
 static void print_line(FILE *out, int depth, const char *name,
@@ -77,7 +97,7 @@ void mk_ctx_stats_print(const mk_ctx *ctx, FILE *out)
     int depth = 0;
     for (const mk_ctx *c = ctx; c;) {
         mk_stats s;
-        one(c, &s);
+        one(c, &s, 1);
         add(&total, &s);
         print_line(out, depth, c->name, mki_kinds[c->kind]->name, &s);
         /* pre-order walk keeping the depth */

@@ -195,6 +195,7 @@ typedef struct mki_slab {
     mki_page *curpg;      /* page allocated from, or &mki_page_empty */
     uint32_t slot;        /* bytes per chunk in a page (>= user size) */
     uint32_t user_size;   /* opts->chunk_size */
+    uint32_t align;       /* every chunk's alignment (chunk_align, >= 8) */
     uint32_t page_units;  /* every page of this slab has this size */
     uint32_t capacity;    /* chunks per page */
     uint32_t shift;       /* bucket of a page = nfree >> shift */

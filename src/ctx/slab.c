@@ -259,11 +259,12 @@ static void *slab_alloc(mk_ctx *ctx, size_t size)
 
 static void *slab_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
 {
-    mki_slab *s = slab(ctx);
-    /* pages are aligned to their size; slots are multiples of the slab's
-     * alignment */
-    if ((s->slot & (align - 1)) != 0 ||
-        align > (size_t)s->page_units * MKI_UNIT) {
+    /* A slab's chunks have one alignment, fixed at creation (memkit.h):
+     * it can give that or less, in every build, and never more.  (Slots
+     * may happen to be multiples of a larger power of two, but pages above
+     * 64 KiB are aligned to 64 KiB only, and instrumented slots are longer:
+     * promising what the slot gives would differ by size and by build.) */
+    if (align > slab(ctx)->align) {
         errno = EINVAL;
         return NULL;
     }
@@ -383,6 +384,7 @@ static int slab_init(mk_ctx *ctx, const mk_ctx_opts *opts)
     if (slot > MKI_PAGE_MAX)
         units = ((slot + MKI_PAGE_MAX - 1) / MKI_PAGE_MAX) * MKI_PAGE_MAX_UNITS;
     s->user_size = (uint32_t)size;
+    s->align = (uint32_t)align;
     s->slot = (uint32_t)slot;
     s->page_units = (uint32_t)units;
     s->capacity = (uint32_t)(units * MKI_UNIT / slot);

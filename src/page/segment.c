@@ -420,6 +420,10 @@ uint32_t mki_segment_units_for(size_t bytes)
 
 mki_page *mki_segment_chunk_alloc(mk_ctx *ctx, size_t size, size_t align)
 {
+    /* a chunk always has room for what a free writes into it (a link
+     * word, when another thread frees it): size 0 gets an OS page */
+    if (size == 0)
+        size = 1;
     size_t body = (size + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
     mki_page *pg;
     if (size <= MKI_LARGE_MAX && align <= MKI_PAGE_MAX) {
@@ -449,6 +453,8 @@ mki_page *mki_segment_chunk_alloc(mk_ctx *ctx, size_t size, size_t align)
 mki_page *mki_segment_huge_alloc(size_t size, size_t align)
 {
     pthread_once(&arena_once, arena_init);
+    if (size == 0) /* room for a link word, as every chunk has */
+        size = 1;
     size_t body = (size + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
     if (body < size || size > MKI_SIZE_MAX || align > MKI_SIZE_MAX) {
         errno = ENOMEM;

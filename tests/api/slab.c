@@ -200,6 +200,62 @@ static void test_default_alignment_like_mk_alloc(void)
     check_alignment(cases, sizeof cases / sizeof cases[0]);
 }
 
+/*
+ * Issue 9, defects 1 and 2: a slab's alignment is its chunk alignment,
+ * whatever the request.  mk_alloc_aligned(s, n, A) succeeds for every power
+ * of two A up to that alignment (and the chunk is A-aligned) and fails with
+ * EINVAL above it, up to 4 MiB, for small slots, slots of 128 KiB and 1 MiB
+ * (pages above 64 KiB were only 64 KiB-aligned, and 128 KiB / 1 MiB
+ * alignments were granted with 64 KiB-aligned chunks), and in every build.
+ * mk_alloc(s, n) gives the slab's alignment for any n: a 24-byte slab's
+ * chunks are 8-aligned also for a 16-byte request.
+ */
+static void test_alignment_is_the_slab_s(void)
+{
+    static const struct {
+        size_t size, align, expect;
+    } cases[] = {
+        {24, 0, 8},           {48, 0, 16},        {4000, 0, 16},
+        {131063, 0, 16},      {1048567, 0, 16},   {131063, 65536, 65536},
+        {1048567, 65536, 65536}, {24, 16, 16},    {8, 4096, 4096},
+        {100, 128, 128},      {200000, 32, 32},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mk_ctx *s = slab_new("rule", cases[i].size, cases[i].align);
+        REQUIRE_NOT_NULL(s);
+        size_t want = cases[i].expect;
+        for (size_t a = 1; a <= ((size_t)4 << 20); a <<= 1) {
+            errno = 0;
+            void *p = mk_alloc_aligned(s, 100 < cases[i].size ? 100 : 1, a);
+            th_checks++;
+            if (a <= want) {
+                if (!p || (uintptr_t)p % a)
+                    th_fail(__FILE__, __LINE__, "slab %zu/%zu: align %zu "
+                            "gave %p (errno %d)", cases[i].size,
+                            cases[i].align, a, p, errno);
+                mk_free(p);
+            } else if (p || errno != EINVAL) {
+                th_fail(__FILE__, __LINE__, "slab %zu/%zu: align %zu above "
+                        "the slab's %zu gave %p, errno %d (want NULL, "
+                        "EINVAL)", cases[i].size, cases[i].align, a, want, p,
+                        errno);
+                mk_free(p);
+            }
+        }
+        /* plain allocations of any size: the slab's alignment */
+        void *held[4];
+        for (int k = 0; k < 4; k++) {
+            size_t n = k == 0 ? 1 : k == 1 ? 16 : cases[i].size;
+            held[k] = mk_alloc(s, n < cases[i].size ? n : cases[i].size);
+            REQUIRE_NOT_NULL(held[k]);
+            CHECK_EQ((uintptr_t)held[k] % want, 0u);
+        }
+        for (int k = 0; k < 4; k++)
+            mk_free(held[k]);
+        mk_ctx_delete(s);
+    }
+}
+
 static void test_usable_and_owner(void)
 {
     mk_ctx *c = slab_new("usable", 44, 0);
@@ -458,6 +514,7 @@ int main(int argc, char **argv)
     RUN(test_one_size);
     RUN(test_alignment);
     RUN(test_default_alignment_like_mk_alloc);
+    RUN(test_alignment_is_the_slab_s);
     RUN(test_usable_and_owner);
     RUN(test_no_header);
     RUN(test_million);
