@@ -21,6 +21,9 @@
 void *mki_meta_alloc(size_t size); /* zeroed; NULL on OOM */
 void mki_meta_free(void *p, size_t size);
 size_t mki_meta_bytes(void);
+/* fork(): 0 before (take the lock), 1 in the parent and 2 in the child
+ * after (release it).  The same for the page pool in segment.c. */
+void mki_meta_fork(int phase);
 
 /* ---- page/segment.c: segments, units, pages ------------------------------ */
 /*
@@ -48,6 +51,16 @@ void mki_segment_huge_release(mki_page *pg);
  * released.  Thread-safe. */
 size_t mki_segment_trim(void);
 size_t mki_segment_count(void);
+/* Process figures in the terms of mallinfo2 (see mki_malloc_figures). */
+typedef struct mki_malloc_figures {
+    size_t segment_bytes; /* committed in normal segments (headers too) */
+    size_t page_bytes;    /* of those, in pages held by contexts */
+    size_t huge_count;    /* chunks in a mapping of their own */
+    size_t huge_bytes;    /* committed in those mappings */
+    size_t used_bytes;    /* page_bytes + huge_bytes */
+} mki_malloc_figures;
+void mki_segment_figures(mki_malloc_figures *f);
+void mki_segment_fork(int phase); /* as mki_meta_fork */
 /* Checking build: is @p inside a segment memkit holds?  Thread-safe. */
 int mki_segment_owns(const void *p);
 
@@ -69,6 +82,9 @@ extern const mki_kind_ops *const mki_kinds[4];
  * 0 with errno EINVAL when outside [1 KiB, @max]. */
 size_t mki_ctx_block_size(const mk_ctx_opts *opts, size_t def, size_t max);
 
+/* Make thread @tid (0: none, an orphan) the owner of @ctx and its pages. */
+void mki_ctx_set_owner_tid(mk_ctx *ctx, uintptr_t tid);
+
 /* The thread that owns @ctx (read by any thread that frees). */
 MKI_INLINE uintptr_t mki_ctx_owner(const mk_ctx *ctx)
 {
@@ -84,7 +100,30 @@ MKI_INLINE void mki_ctx_collect(mk_ctx *ctx)
         mki_kinds[ctx->kind]->collect(ctx);
 }
 
+/* ---- heap/heap.c: thread heaps and the current context ------------------- */
+/* What malloc's inline path allocates from: the calling thread's current
+ * context when it is a GENERAL, owned, uninstrumented one, else
+ * &mki_heap_boot, whose empty class tables send every request to the slow
+ * path (mki_heap_refill, mki_heap_alloc), which sets things up. */
+extern _Thread_local mki_general *mki_tls_fast
+    __attribute__((tls_model("initial-exec")));
+extern mki_general mki_heap_boot;
+/* A chunk of @n bytes for malloc, off the inline path: the slow path of
+ * the calling thread's malloc context (created on first use).  NULL with
+ * errno ENOMEM. */
+void *mki_heap_alloc(size_t n);
+/* malloc's inline path found @pg (of context @g) without a free chunk. */
+void *mki_heap_refill(mki_general *g, mki_page *pg, size_t n);
+/* The context malloc allocates from (created on first use), or NULL. */
+mk_ctx *mki_heap_malloc_ctx(void);
+/* Context @c is being deleted: forget it if the calling thread has it as
+ * its current context or heap. */
+void mki_heap_ctx_deleted(mk_ctx *c);
+
 /* ---- ctx/chunk.c: the chunk API ------------------------------------------- */
+/* Are the first @n bytes of chunk @p known to be zero (memory fresh from
+ * the OS, which calloc and mk_alloc_zero need not clear)? */
+int mki_chunk_is_zero(const void *p, size_t n);
 /* Queue chunk @p, freed by a thread that does not own @ctx, for the owner. */
 void mki_chunk_remote_push(mk_ctx *ctx, void *p);
 
@@ -102,6 +141,18 @@ void mki_general_collect(mk_ctx *ctx);
 /* SLAB, for pools: a chunk of the slab's size; free from the owner thread. */
 void *mki_slab_alloc_chunk(mki_slab *s);
 void mki_slab_free_chunk(mki_page *pg, void *p);
+
+/* ---- print.c: a line written without allocating ------------------------- */
+#define MKI_LINE_MAX 256
+typedef struct mki_line {
+    char buf[MKI_LINE_MAX];
+    size_t len;
+} mki_line;
+void mki_line_str(mki_line *l, const char *s); /* NULL prints nothing */
+void mki_line_ptr(mki_line *l, const void *p); /* 0x... */
+void mki_line_num(mki_line *l, long long v);   /* decimal */
+/* Write the line and a newline to @fd (write(2), retried), then empty it. */
+void mki_line_write(mki_line *l, int fd);
 
 /* ---- check/error.c: reporting ------------------------------------------- */
 /* Report a detected error: "memkit: <what>: pointer <p> (context <name>)".
@@ -149,6 +200,10 @@ mki_page *mki_check_pointer(const void *p);
  * owner's feet). */
 int mki_stats_tree(const mk_ctx *ctx, mk_stats *out, int recurse,
                    int owned_only);
+#define mki_stats_malloc_figures mki_segment_figures
+/* Print the process figures (malloc_stats, MEMKIT_STATS) to @fd, without
+ * allocating. */
+void mki_stats_print_process(int fd);
 
 /* ---- options.c ----------------------------------------------------------- */
 enum mki_option {

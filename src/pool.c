@@ -49,7 +49,7 @@ struct mk_pool {
 
 static _Atomic uint64_t next_id = 1;
 
-static _Thread_local struct {
+static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
     const mk_pool *pool;
     uint64_t id;
     mk_ctx *slab;

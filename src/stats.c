@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 static void add(mk_stats *to, const mk_stats *from)
 {
@@ -129,3 +130,31 @@ void mk_process_stats(mk_process_figures *out)
 }
 
 size_t mk_trim(void) { return mki_segment_trim(); }
+
+/* One "name value" line of the process figures. */
+static void figure(int fd, const char *name, size_t v)
+{
+    mki_line l = {.len = 0};
+    mki_line_str(&l, "memkit: ");
+    mki_line_str(&l, name);
+    mki_line_str(&l, " ");
+    mki_line_num(&l, (long long)v);
+    mki_line_write(&l, fd);
+}
+
+void mki_stats_print_process(int fd)
+{
+    mk_process_figures p;
+    mki_malloc_figures m;
+    mk_process_stats(&p);
+    mki_segment_figures(&m);
+    figure(fd, "os_reserved_bytes", p.os_reserved);
+    figure(fd, "os_committed_bytes", p.os_committed);
+    figure(fd, "os_calls", p.os_calls);
+    figure(fd, "segments", p.segments);
+    figure(fd, "segment_committed_bytes", m.segment_bytes);
+    figure(fd, "page_bytes", m.page_bytes);
+    figure(fd, "huge_chunks", m.huge_count);
+    figure(fd, "huge_bytes", m.huge_bytes);
+    figure(fd, "meta_bytes", p.meta_bytes);
+}

@@ -180,7 +180,8 @@ struct mk_ctx {
 typedef struct mki_general {
     mk_ctx base;
     mki_page *cls[MKI_NCLASS_DIRECT]; /* current page per class (or empty) */
-    mki_page **cls_hi;   /* classes > 1 KiB, allocated on first use */
+    mki_page **cls_hi;   /* classes > 1 KiB: a table allocated on first
+                            use; until then mki_general_hi_empty */
     uint64_t classes;    /* bit c: class c's list is not empty */
     mki_page *full;      /* pages with no free chunk */
     mki_page *large;     /* large and huge chunks */

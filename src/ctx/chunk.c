@@ -3,9 +3,10 @@
  * and friends.  This file owns the two fast paths; everything else is a
  * call through the kind's method table.
  *
- * mk_alloc, GENERAL kind, request <= 1 KiB (the common case), in words:
- *   1. compare the context's kind with GENERAL and the size with 1 KiB;
- *   2. load the size class from a 129-byte table indexed by (size + 7) / 8;
+ * mk_alloc, GENERAL kind, request <= 32 KiB (the common case), in words:
+ *   1. compare the context's kind with GENERAL and the size with 32 KiB;
+ *   2. load the size class from a 129-byte table indexed by (size + 7) / 8
+ *      (above 1 KiB: count leading zeros, two shifts; general.h);
  *   3. load the class's current page from the context;
  *   4. load the page's free-list head; if it is NULL, call the refill,
  *      which hands out the page's next never-used chunk (or takes the slow
@@ -22,15 +23,14 @@
  *      count; if that reaches zero, give the page back (out of line).
  * mk_alloc, BUMP kind: round the size to 16, compare it with the room left
  * in the current block, move the pointer.  GENERATION: the same, plus an
- * 8-byte header store; its free (in free_generic) drops the block's count
+ * 8-byte header store; its free (in mki_chunk_free_slow) drops the block's count
  * without touching the chunk.
  * No atomic operation, lock or call on any of these paths.  Errors, refills,
  * new pages, large chunks, other threads' frees, the other kinds and
  * instrumented contexts (check/instrument.c) are `noinline` helpers.
  */
 #include "../check/annotate.h"
-#include "../internal.h"
-#include "../page/sizeclass.h"
+#include "general.h"
 #include "generation.h"
 
 #include <errno.h>
@@ -53,14 +53,11 @@ static MKI_NOINLINE void *alloc_generic(mk_ctx *ctx, size_t size)
 
 void *mk_alloc(mk_ctx *ctx, size_t size)
 {
-    if (MKI_LIKELY(ctx->fast_kind == MK_GENERAL && size <= MKI_DIRECT_MAX)) {
-        mki_page *pg = ((mki_general *)ctx)->cls[mki_class_of_direct(size)];
-        void *b = pg->free;
-        if (MKI_LIKELY(b != NULL)) {
-            pg->free = *(void **)b;
-            pg->used++;
+    if (MKI_LIKELY(ctx->fast_kind == MK_GENERAL && size <= MKI_SMALL_MAX)) {
+        mki_page *pg = mki_general_page_for((mki_general *)ctx, size);
+        void *b = mki_general_pop(pg);
+        if (MKI_LIKELY(b != NULL))
             return b;
-        }
         return mki_general_refill((mki_general *)ctx, pg, size);
     }
     if (ctx->fast_kind == MK_BUMP) {
@@ -81,11 +78,16 @@ void *mk_alloc(mk_ctx *ctx, size_t size)
     return alloc_generic(ctx, size);
 }
 
+int mki_chunk_is_zero(const void *p, size_t n)
+{
+    /* a huge chunk is a fresh mapping: already zero */
+    return n > MKI_LARGE_MAX && mki_page_of(p)->kind == MKI_PAGE_HUGE;
+}
+
 void *mk_alloc_zero(mk_ctx *ctx, size_t size)
 {
     void *p = mk_alloc(ctx, size);
-    /* a huge chunk is a fresh mapping: already zero */
-    if (p && !(size > MKI_LARGE_MAX && mki_page_of(p)->kind == MKI_PAGE_HUGE))
+    if (p && !mki_chunk_is_zero(p, size))
         memset(p, 0, size);
     return p;
 }
@@ -139,7 +141,7 @@ void mki_chunk_remote_push(mk_ctx *ctx, void *p)
         &ctx->remote, &head, p, memory_order_release, memory_order_relaxed));
 }
 
-static MKI_NOINLINE void free_generic(mki_page *pg, void *p)
+MKI_NOINLINE void mki_chunk_free_slow(mki_page *pg, void *p)
 {
     mk_ctx *ctx = pg->ctx;
     const mki_kind_ops *ops = mki_kinds[ctx->kind];
@@ -171,15 +173,7 @@ void mk_free(void *p)
             mki_instr_free(pg, p);
         return;
     }
-    mki_page *pg = mki_page_of(p);
-    if (MKI_LIKELY(mki_page_tid(pg) == mki_tid())) {
-        *(void **)p = pg->free;
-        pg->free = p;
-        if (MKI_UNLIKELY(--pg->used == 0))
-            mki_general_page_empty(pg);
-        return;
-    }
-    free_generic(pg, p);
+    mki_chunk_free(p);
 }
 
 /* ---- queries and resizing ------------------------------------------------- */

@@ -1,6 +1,6 @@
 /*
- * context.c - the context tree: create, reset, delete, callbacks, owner,
- * and the per-thread current context.
+ * context.c - the context tree: create, reset, delete, callbacks, owner.
+ * (The per-thread current context and thread heaps are heap/heap.c's.)
  *
  * Every context, whatever its kind, starts with the shared `mk_ctx` header
  * (types.h): parent, first child, siblings, callbacks, owner thread.  The
@@ -24,11 +24,6 @@ const mki_kind_ops *const mki_kinds[4] = {
     [MK_GENERATION] = &mki_generation_ops,
     [MK_BUMP] = &mki_bump_ops,
 };
-
-static _Thread_local mk_ctx *current;       /* NULL: the thread default */
-static _Thread_local mk_ctx *thread_default;
-static pthread_key_t default_key;
-static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 
 /* ---- tree ----------------------------------------------------------------- */
 
@@ -122,12 +117,7 @@ static void delete_leaf(mk_ctx *c)
     }
     mki_kinds[c->kind]->destroy(c);
     unlink_child(c);
-    if (current == c)
-        current = NULL;
-    if (thread_default == c) {
-        thread_default = NULL;
-        pthread_setspecific(default_key, NULL);
-    }
+    mki_heap_ctx_deleted(c); /* the calling thread's current or heap */
     mki_meta_free(c, mki_kinds[c->kind]->ctx_size);
 }
 
@@ -200,52 +190,12 @@ const char *mk_ctx_name(const mk_ctx *ctx) { return ctx->name; }
 mk_ctx *mk_ctx_parent(const mk_ctx *ctx) { return ctx->parent; }
 mk_kind mk_ctx_kind(const mk_ctx *ctx) { return (mk_kind)ctx->kind; }
 
-void mk_ctx_set_owner(mk_ctx *ctx)
+void mki_ctx_set_owner_tid(mk_ctx *ctx, uintptr_t tid)
 {
-    uintptr_t tid = mki_tid();
     atomic_store_explicit(&ctx->owner_tid, tid, memory_order_relaxed);
     if (ctx->fast_kind != MKI_KIND_SLOW)
         ctx->fast_tid = tid;
     mki_kinds[ctx->kind]->set_owner(ctx, ctx->fast_tid);
 }
 
-/* ---- the current context -------------------------------------------------- */
-
-/* At thread exit the default context goes if it holds nothing; if chunks
- * are still live, other threads may hold them, so it stays (its memory is
- * reachable from mk_ctx_of of those chunks; thread heaps will adopt it). */
-static void default_destructor(void *arg)
-{
-    mk_ctx *c = arg;
-    mk_stats st;
-    mki_ctx_collect(c);
-    /* children (of any kind: BUMP counts no chunks) keep it alive */
-    if (!c->first_child && mk_ctx_stats(c, &st, 0) == 0 && st.chunks == 0 &&
-        atomic_load(&c->remote) == NULL)
-        mk_ctx_delete(c);
-}
-
-static void default_key_init(void)
-{
-    pthread_key_create(&default_key, default_destructor);
-}
-
-mk_ctx *mk_ctx_current(void)
-{
-    if (current)
-        return current;
-    if (!thread_default) {
-        pthread_once(&default_once, default_key_init);
-        thread_default = mk_ctx_new(NULL, "thread", MK_GENERAL, NULL);
-        if (thread_default)
-            pthread_setspecific(default_key, thread_default);
-    }
-    return thread_default;
-}
-
-mk_ctx *mk_ctx_switch(mk_ctx *ctx)
-{
-    mk_ctx *prev = mk_ctx_current();
-    current = ctx;
-    return prev;
-}
+void mk_ctx_set_owner(mk_ctx *ctx) { mki_ctx_set_owner_tid(ctx, mki_tid()); }

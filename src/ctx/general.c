@@ -31,13 +31,21 @@
  * chunks, and cost more for a context that holds one chunk of each of many
  * sizes.
  */
-#include "../internal.h"
-#include "../page/sizeclass.h"
+#include "general.h"
 
 #include <errno.h>
 #include <string.h>
 
-#define NHI (MKI_NCLASS - MKI_NCLASS_DIRECT)
+#define NHI MKI_NCLASS_HI
+
+#define E8 &mki_page_empty, &mki_page_empty, &mki_page_empty, &mki_page_empty, \
+           &mki_page_empty, &mki_page_empty, &mki_page_empty, &mki_page_empty
+mki_page *mki_general_hi_empty[MKI_NCLASS_HI] = {E8, E8, &mki_page_empty,
+                                                 &mki_page_empty,
+                                                 &mki_page_empty,
+                                                 &mki_page_empty};
+#undef E8
+_Static_assert(MKI_NCLASS_HI == 20, "mki_general_hi_empty lists 20 entries");
 
 static mki_general *gen(mk_ctx *ctx) { return (mki_general *)ctx; }
 
@@ -47,12 +55,13 @@ static mki_page **slot_of(mki_general *g, unsigned c)
 {
     if (c < MKI_NCLASS_DIRECT)
         return &g->cls[c];
-    if (!g->cls_hi) {
-        g->cls_hi = mki_meta_alloc(sizeof(mki_page *) * NHI);
-        if (!g->cls_hi)
+    if (g->cls_hi == mki_general_hi_empty) {
+        mki_page **t = mki_meta_alloc(sizeof(mki_page *) * NHI);
+        if (!t)
             return NULL;
         for (unsigned i = 0; i < NHI; i++)
-            g->cls_hi[i] = &mki_page_empty;
+            t[i] = &mki_page_empty;
+        g->cls_hi = t;
     }
     return &g->cls_hi[c - MKI_NCLASS_DIRECT];
 }
@@ -423,8 +432,9 @@ static void general_destroy(mk_ctx *ctx)
 {
     mki_general *g = gen(ctx);
     general_reset(ctx, 0);
-    mki_meta_free(g->cls_hi, sizeof(mki_page *) * NHI);
-    g->cls_hi = NULL;
+    if (g->cls_hi != mki_general_hi_empty)
+        mki_meta_free(g->cls_hi, sizeof(mki_page *) * NHI);
+    g->cls_hi = mki_general_hi_empty;
 }
 
 static void add_stats(mki_page *pg, void *arg)
@@ -471,6 +481,7 @@ static int general_init(mk_ctx *ctx, const mk_ctx_opts *opts)
     mki_general *g = gen(ctx);
     for (unsigned c = 0; c < MKI_NCLASS_DIRECT; c++)
         g->cls[c] = &mki_page_empty;
+    g->cls_hi = mki_general_hi_empty;
     return 0;
 }
 

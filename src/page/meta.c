@@ -85,3 +85,11 @@ size_t mki_meta_bytes(void)
 {
     return atomic_load_explicit(&meta_total, memory_order_relaxed);
 }
+
+void mki_meta_fork(int phase)
+{
+    if (phase == 0)
+        pthread_mutex_lock(&meta_lock);
+    else
+        pthread_mutex_unlock(&meta_lock);
+}

@@ -36,6 +36,15 @@ static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
 static mki_segment *avail_list, *full_list, *empty_list;
 static _Atomic size_t segment_count;
+/* Figures for mallinfo2 and MEMKIT_STATS (relaxed; exact when quiet). */
+static _Atomic size_t seg_committed; /* committed bytes of normal segments */
+static _Atomic size_t units_out;     /* units handed out as pages */
+static _Atomic size_t huge_count, huge_committed;
+
+#define COUNT(var, delta) \
+    atomic_fetch_add_explicit(&(var), (delta), memory_order_relaxed)
+#define UNCOUNT(var, delta) \
+    atomic_fetch_sub_explicit(&(var), (delta), memory_order_relaxed)
 
 /* Registry of segment bases for the checking build's foreign-pointer test:
  * a small open-addressing set keyed by segment number, guarded by
@@ -231,6 +240,7 @@ static mki_segment *segment_new(void)
         return NULL;
     }
     atomic_fetch_add_explicit(&segment_count, 1, memory_order_relaxed);
+    COUNT(seg_committed, header);
     return s;
 }
 
@@ -239,7 +249,9 @@ static void segment_release(mki_segment *s)
     mki_mem_forget(s, MKI_SEG_SIZE); /* the address may be mapped again */
     registry_put((uintptr_t)s, 0);
     atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
-    mki_os_release(s, MKI_SEG_SIZE, committed_units_bytes(s));
+    size_t committed = committed_units_bytes(s);
+    UNCOUNT(seg_committed, committed);
+    mki_os_release(s, MKI_SEG_SIZE, committed);
 }
 
 /* Decommit the OS pages lying wholly in free units of @s; returns bytes. */
@@ -268,6 +280,7 @@ static size_t segment_decommit_free(mki_segment *s)
             mki_os_decommit((char *)s + (size_t)first * MKI_UNIT,
                             (size_t)run * MKI_UNIT, account, MKI_OS_DONTNEED);
             bits_set(s->committed, first, run, 0);
+            UNCOUNT(seg_committed, account);
             total += account;
             run = 0;
         }
@@ -310,6 +323,7 @@ static int commit_units(mki_segment *s, unsigned first, unsigned n)
                           (size_t)(v - u) * MKI_UNIT) != 0)
             return -1; /* units committed so far stay committed: counted */
         bits_set(s->committed, u, v - u, 1);
+        COUNT(seg_committed, (size_t)(v - u) * MKI_UNIT);
         u = v;
     }
     return 0;
@@ -363,6 +377,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
         list_remove(list_of(s), s);
     bits_set(s->used, (unsigned)at, units, 1);
     s->free_units -= units;
+    COUNT(units_out, units);
     list_push(list_of(s), s);
     for (unsigned i = 0; i < units; i++)
         s->map[(unsigned)at + i] = pg;
@@ -392,6 +407,7 @@ void mki_segment_page_release(mki_page *pg)
         s->map[pg->unit + i] = NULL;
     bits_set(s->used, pg->unit, pg->units, 0);
     s->free_units += pg->units;
+    UNCOUNT(units_out, pg->units);
     s->max_run_hint = MKI_UNITS; /* freed units may join a longer run */
     mki_segment **list = list_of(s);
     if (list == &empty_list)
@@ -501,6 +517,8 @@ mki_page *mki_segment_huge_alloc(size_t size, size_t align)
         return NULL;
     }
     atomic_fetch_add_explicit(&segment_count, 1, memory_order_relaxed);
+    COUNT(huge_count, 1);
+    COUNT(huge_committed, header + body);
     return pg;
 }
 
@@ -512,6 +530,8 @@ void mki_segment_huge_release(mki_page *pg)
     pthread_mutex_unlock(&arena_lock);
     atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
     size_t size = s->size, committed = s->huge_committed;
+    UNCOUNT(huge_count, 1);
+    UNCOUNT(huge_committed, committed);
     mki_mem_forget(s, size); /* the address may be mapped again */
     mki_os_release(s, size, committed);
 }
@@ -532,6 +552,24 @@ size_t mki_segment_trim(void)
         total += segment_decommit_free(s);
     pthread_mutex_unlock(&arena_lock);
     return total;
+}
+
+void mki_segment_fork(int phase)
+{
+    if (phase == 0)
+        pthread_mutex_lock(&arena_lock);
+    else
+        pthread_mutex_unlock(&arena_lock);
+}
+
+void mki_segment_figures(mki_malloc_figures *f)
+{
+    f->segment_bytes = atomic_load_explicit(&seg_committed, memory_order_relaxed);
+    f->page_bytes =
+        atomic_load_explicit(&units_out, memory_order_relaxed) * MKI_UNIT;
+    f->huge_count = atomic_load_explicit(&huge_count, memory_order_relaxed);
+    f->huge_bytes = atomic_load_explicit(&huge_committed, memory_order_relaxed);
+    f->used_bytes = f->page_bytes + f->huge_bytes;
 }
 
 size_t mki_segment_count(void)

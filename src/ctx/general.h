@@ -1,0 +1,71 @@
+/*
+ * general.h - the GENERAL kind's fast paths, inline for mk_alloc/mk_free
+ * (ctx/chunk.c) and for malloc/free (override/malloc.c), which must be the
+ * same instructions.
+ *
+ * Allocation of a small chunk (up to 32 KiB, every size class): find the
+ * class's current page (one table load for requests up to 1 KiB; a count of
+ * leading zeros and two shifts above), pop its free list, count the chunk.
+ * The class tables never hold NULL: an unused class points at
+ * mki_page_empty, and a context that has never used a class above 1 KiB
+ * points its `cls_hi` at a shared table of them (mki_general_hi_empty), so
+ * the path has no NULL test.  An empty free list calls the refill.
+ *
+ * Free: the owner lookup (page.h) and one comparison of the page's fast_tid
+ * with the thread pointer decide everything; a mismatch (another thread's
+ * chunk, a full or large page, another kind, an instrumented context) goes
+ * out of line.
+ */
+#ifndef MKI_GENERAL_H
+#define MKI_GENERAL_H
+
+#include "../internal.h"
+#include "../page/sizeclass.h"
+
+#pragma GCC visibility push(hidden)
+
+#define MKI_NCLASS_HI (MKI_NCLASS - MKI_NCLASS_DIRECT)
+
+/* The class table above 1 KiB of a context that has never used one; never
+ * written (the slow path gives the context a table of its own first). */
+extern mki_page *mki_general_hi_empty[MKI_NCLASS_HI];
+
+/* The current page of the class of a request of @n <= MKI_SMALL_MAX. */
+MKI_INLINE mki_page *mki_general_page_for(const mki_general *g, size_t n)
+{
+    if (MKI_LIKELY(n <= MKI_DIRECT_MAX))
+        return g->cls[mki_class_of_direct(n)];
+    return g->cls_hi[mki_class_of(n) - MKI_NCLASS_DIRECT];
+}
+
+/* Pop a chunk of @pg's free list, or NULL when it is empty. */
+MKI_INLINE void *mki_general_pop(mki_page *pg)
+{
+    void *b = pg->free;
+    if (MKI_LIKELY(b != NULL)) {
+        pg->free = *(void **)b;
+        pg->used++;
+    }
+    return b;
+}
+
+/* Out of line: a chunk freed where the fast path does not apply. */
+void mki_chunk_free_slow(mki_page *pg, void *p);
+
+/* mk_free and free: the fast path of the release build. */
+MKI_INLINE void mki_chunk_free(void *p)
+{
+    mki_page *pg = mki_page_of(p);
+    if (MKI_LIKELY(mki_page_tid(pg) == mki_tid())) {
+        *(void **)p = pg->free;
+        pg->free = p;
+        if (MKI_UNLIKELY(--pg->used == 0))
+            mki_general_page_empty(pg);
+        return;
+    }
+    mki_chunk_free_slow(pg, p);
+}
+
+#pragma GCC visibility pop
+
+#endif /* MKI_GENERAL_H */

@@ -1,0 +1,239 @@
+/*
+ * malloc.c - the only file that defines malloc, free and the rest of the C
+ * library's allocation functions.  Built into libmemkit-malloc (shared: use
+ * it with LD_PRELOAD or link it; static: link it), never into libmemkit.
+ *
+ * malloc allocates from the calling thread's malloc context (heap/heap.c):
+ * its current context when that is a GENERAL context, else its heap.  The
+ * small-size path is the GENERAL fast path of mk_alloc (ctx/general.h),
+ * reached through one initial-exec thread-local load and no test of the
+ * context: a pointer to an empty context stands for "no usable context yet"
+ * and sends the call to the slow path.  free is mk_free: any memkit chunk,
+ * from any context and any thread.
+ *
+ * Semantics follow glibc where programs can tell the difference: malloc(0)
+ * returns a unique pointer; realloc(p, 0) frees p and returns NULL;
+ * memalign rounds a non-power-of-two alignment up; aligned_alloc and
+ * posix_memalign refuse it (EINVAL); calloc and reallocarray detect
+ * overflow; failures set errno to ENOMEM.  realloc of a chunk that another
+ * thread's context owns moves it into the caller's context (a context is
+ * allocated from by its owner only), unless it fits where it is.
+ *
+ * Compiled with -fno-builtin: the compiler must not turn the malloc + memset
+ * inside calloc into a call to calloc.
+ */
+#include "override.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* C23 names that glibc 2.36's headers do not declare yet. */
+EXPORT void free_sized(void *p, size_t size);
+EXPORT void free_aligned_sized(void *p, size_t align, size_t size);
+
+/* ---- the paths every entry point shares ------------------------------------- */
+
+void *mki_override_alloc_aligned(size_t align, size_t n)
+{
+    /* malloc's own alignment: 8 for every size, 16 above 8 bytes but for
+     * 17..24 (memkit.h) */
+    if (align <= 8 || (align == 16 && n > 8 && !(n > 16 && n <= 24)))
+        return mki_override_alloc(n);
+    mk_ctx *c = mki_heap_malloc_ctx();
+    if (!c) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return mk_alloc_aligned(c, n, align);
+}
+
+/* ---- the C library's functions ------------------------------------------------ */
+
+EXPORT void *malloc(size_t n) { return mki_override_alloc(n); }
+
+EXPORT void free(void *p) { mki_override_free(p); }
+
+EXPORT void free_sized(void *p, size_t size)
+{
+    (void)size;
+    mki_override_free(p);
+}
+
+EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
+{
+    (void)align, (void)size;
+    mki_override_free(p);
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = mki_override_alloc(total);
+    if (p && !mki_chunk_is_zero(p, total))
+        memset(p, 0, total);
+    return p;
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+    if (!p)
+        return mki_override_alloc(n);
+    if (n == 0) { /* glibc: free and return NULL */
+        mki_override_free(p);
+        return NULL;
+    }
+    mk_ctx *owner = mk_ctx_of(p);
+    if (!owner)
+        return NULL; /* the checking build reported it */
+    if (mki_ctx_owner(owner) == mki_tid())
+        return mk_realloc(p, n);
+    /* another thread's context: keep the chunk if it fits, else move it
+     * into ours */
+    size_t old = mk_usable_size(p);
+    if (n <= old && n >= old / 2)
+        return p;
+    void *q = mki_override_alloc(n);
+    if (!q)
+        return NULL;
+    memcpy(q, p, n < old ? n : old);
+    mki_override_free(p);
+    return q;
+}
+
+EXPORT void *reallocarray(void *p, size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(p, total);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+    if (align < sizeof(void *) || (align & (align - 1)) != 0)
+        return EINVAL;
+    int saved = errno;
+    void *p = mki_override_alloc_aligned(align, n);
+    if (!p)
+        return ENOMEM;
+    errno = saved; /* POSIX: the result is the return value */
+    *out = p;
+    return 0;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    if (align == 0 || (align & (align - 1)) != 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return mki_override_alloc_aligned(align, n);
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+    if (align & (align - 1)) { /* glibc rounds up to a power of two */
+        if (align > ((size_t)1 << 62)) {
+            errno = EINVAL;
+            return NULL;
+        }
+        size_t a = 1;
+        while (a < align)
+            a <<= 1;
+        align = a;
+    }
+    return mki_override_alloc_aligned(align ? align : 1, n);
+}
+
+EXPORT void *valloc(size_t n)
+{
+    return mki_override_alloc_aligned((size_t)sysconf(_SC_PAGESIZE), n);
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t rounded = (n + page - 1) & ~(page - 1);
+    if (rounded < n) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return mki_override_alloc_aligned(page, rounded ? rounded : page);
+}
+
+EXPORT size_t malloc_usable_size(void *p) { return p ? mk_usable_size(p) : 0; }
+
+EXPORT int malloc_trim(size_t pad)
+{
+    (void)pad;
+    return mk_trim() > 0;
+}
+
+/* mallopt's parameters tune glibc's arenas, which memkit does not have:
+ * every one is refused (0), as glibc refuses a parameter it does not know. */
+EXPORT int mallopt(int param, int value)
+{
+    (void)param, (void)value;
+    return 0;
+}
+
+EXPORT struct mallinfo2 mallinfo2(void)
+{
+    mki_malloc_figures f;
+    mki_stats_malloc_figures(&f);
+    struct mallinfo2 mi;
+    memset(&mi, 0, sizeof mi);
+    mi.arena = f.segment_bytes;  /* committed in memkit's segments */
+    mi.ordblks = 0;              /* free chunks are not counted */
+    mi.hblks = f.huge_count;     /* chunks with a mapping of their own */
+    mi.hblkhd = f.huge_bytes;
+    mi.uordblks = f.used_bytes;  /* committed and handed to contexts */
+    mi.fordblks = f.segment_bytes - f.page_bytes; /* committed, not handed */
+    mi.keepcost = 0;
+    return mi;
+}
+
+static int clamp(size_t v) { return v > 0x7fffffff ? 0x7fffffff : (int)v; }
+
+EXPORT struct mallinfo mallinfo(void)
+{
+    struct mallinfo2 m2 = mallinfo2();
+    struct mallinfo mi;
+    memset(&mi, 0, sizeof mi);
+    mi.arena = clamp(m2.arena);
+    mi.hblks = clamp(m2.hblks);
+    mi.hblkhd = clamp(m2.hblkhd);
+    mi.uordblks = clamp(m2.uordblks);
+    mi.fordblks = clamp(m2.fordblks);
+    return mi;
+}
+
+EXPORT void malloc_stats(void) { mki_stats_print_process(STDERR_FILENO); }
+
+EXPORT int malloc_info(int options, FILE *fp)
+{
+    if (options != 0 || !fp) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct mallinfo2 mi = mallinfo2();
+    fprintf(fp, "<malloc version=\"memkit-%s\">\n"
+                "<system type=\"current\" size=\"%zu\"/>\n"
+                "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n"
+                "<total type=\"inuse\" size=\"%zu\"/>\n"
+                "</malloc>\n",
+            MK_VERSION_STRING, mi.arena + mi.hblkhd, mi.hblks, mi.hblkhd,
+            mi.uordblks);
+    return 0;
+}

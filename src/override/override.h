@@ -1,0 +1,45 @@
+/*
+ * override.h - the allocation and free paths shared by the C library's
+ * functions (malloc.c) and C++'s operators (cxx.c), inline in both so that
+ * operator new costs what malloc costs.
+ */
+#ifndef MKI_OVERRIDE_H
+#define MKI_OVERRIDE_H
+
+#include "../ctx/general.h"
+
+#pragma GCC visibility push(hidden)
+
+/* malloc(n): the GENERAL fast path on the thread's malloc context. */
+MKI_INLINE void *mki_override_alloc(size_t n)
+{
+    mki_general *g = mki_tls_fast;
+    if (MKI_LIKELY(n <= MKI_SMALL_MAX)) {
+        mki_page *pg = mki_general_page_for(g, n);
+        void *b = mki_general_pop(pg);
+        if (MKI_LIKELY(b != NULL))
+            return b;
+        return mki_heap_refill(g, pg, n);
+    }
+    return mki_heap_alloc(n);
+}
+
+/* free(p): mk_free (in the checking build, with its validation). */
+MKI_INLINE void mki_override_free(void *p)
+{
+    if (MKI_UNLIKELY(p == NULL))
+        return;
+    if (MK_CONFIG_CHECK) {
+        mk_free(p);
+        return;
+    }
+    mki_chunk_free(p);
+}
+
+/* A chunk of @n bytes aligned to @align (a power of two), in the thread's
+ * malloc context; NULL with errno ENOMEM. */
+void *mki_override_alloc_aligned(size_t align, size_t n);
+
+#pragma GCC visibility pop
+
+#endif /* MKI_OVERRIDE_H */
