@@ -43,10 +43,10 @@ uint32_t mki_segment_units_for(size_t bytes);
 mki_page *mki_segment_chunk_alloc(mk_ctx *ctx, size_t size, size_t align);
 /* Give a page (and its descriptor) back.  Thread-safe. */
 void mki_segment_page_release(mki_page *pg);
-/* A chunk of @size bytes in its own segment, aligned to @align (power of
- * two); descriptor kind MKI_PAGE_HUGE, start = the chunk.  Thread-safe. */
-mki_page *mki_segment_huge_alloc(size_t size, size_t align);
-void mki_segment_huge_release(mki_page *pg);
+/* Count a huge mapping at @base as a segment memkit holds (@add 1) or no
+ * longer holds (0); the checking build records it in its registry.  0, or
+ * -1 when the registry cannot record it.  Thread-safe. */
+int mki_segment_register(void *base, int add);
 /* Purge every empty page and segment now; returns bytes decommitted or
  * released.  Thread-safe. */
 size_t mki_segment_trim(void);
@@ -57,12 +57,30 @@ typedef struct mki_malloc_figures {
     size_t page_bytes;    /* of those, in pages held by contexts */
     size_t huge_count;    /* chunks in a mapping of their own */
     size_t huge_bytes;    /* committed in those mappings */
+    size_t huge_cached;   /* committed in freed mappings kept for reuse */
     size_t used_bytes;    /* page_bytes + huge_bytes */
 } mki_malloc_figures;
 void mki_segment_figures(mki_malloc_figures *f);
 void mki_segment_fork(int phase); /* as mki_meta_fork */
 /* Checking build: is @p inside a segment memkit holds?  Thread-safe. */
 int mki_segment_owns(const void *p);
+
+/* ---- page/huge.c: chunks in a mapping of their own ----------------------- */
+/* A chunk of @size bytes aligned to @align (a power of two) in a mapping of
+ * its own (from the cache when one fits); descriptor kind MKI_PAGE_HUGE,
+ * start = the chunk, MKI_PF_FRESH when the memory is fresh (zero).  NULL
+ * with errno ENOMEM.  Thread-safe. */
+mki_page *mki_huge_alloc(size_t size, size_t align);
+/* Give a huge chunk's mapping back (to the cache, or to the OS). */
+void mki_huge_release(mki_page *pg);
+/* Resize huge chunk @pg to @size bytes (> MKI_LARGE_MAX) in place or by
+ * moving its mapping (no copy).  Returns its descriptor (it moves with the
+ * mapping: unlink it from lists first), or NULL (errno ENOMEM; untouched). */
+mki_page *mki_huge_resize(mki_page *pg, size_t size);
+/* Give every cached mapping back now; returns the bytes. */
+size_t mki_huge_trim(void);
+void mki_huge_figures(size_t *count, size_t *live_bytes, size_t *cache_bytes);
+void mki_huge_fork(int phase); /* as mki_meta_fork */
 
 /* ---- page/page.h (inline): owner lookup and free-list ops ---------------- */
 /* (included at the top) */
@@ -71,7 +89,7 @@ int mki_segment_owns(const void *p);
 MKI_INLINE void mki_page_release(mki_page *pg)
 {
     if (pg->kind == MKI_PAGE_HUGE)
-        mki_segment_huge_release(pg);
+        mki_huge_release(pg);
     else
         mki_segment_page_release(pg);
 }
@@ -138,6 +156,9 @@ void *mki_general_refill(mki_general *g, mki_page *pg, size_t size);
  * (only GENERAL pages take that path). */
 void mki_general_page_empty(mki_page *pg);
 void mki_general_collect(mk_ctx *ctx);
+/* A chunk of a GENERAL small page freed by a thread that does not own the
+ * context (any thread; no lock). */
+void mki_general_free_remote(mki_page *pg, void *p);
 /* SLAB, for pools: a chunk of the slab's size; free from the owner thread. */
 void *mki_slab_alloc_chunk(mki_slab *s);
 void mki_slab_free_chunk(mki_page *pg, void *p);

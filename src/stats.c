@@ -29,8 +29,8 @@ static void add(mk_stats *to, const mk_stats *from)
  * context (memkit.h's thread rules), which is what makes that safe. */
 static void one(const mk_ctx *ctx, mk_stats *out, int collect)
 {
-    if (collect)
-        mki_ctx_collect((mk_ctx *)ctx);
+    if (collect) /* every list: the context's and (GENERAL) its pages' */
+        mki_kinds[ctx->kind]->collect((mk_ctx *)ctx);
     memset(out, 0, sizeof *out);
     out->contexts = 1;
     mki_kinds[ctx->kind]->stats(ctx, out);
@@ -129,7 +129,7 @@ void mk_process_stats(mk_process_figures *out)
     out->meta_bytes = mki_meta_bytes();
 }
 
-size_t mk_trim(void) { return mki_segment_trim(); }
+size_t mk_trim(void) { return mki_huge_trim() + mki_segment_trim(); }
 
 /* One "name value" line of the process figures. */
 static void figure(int fd, const char *name, size_t v)
@@ -156,5 +156,6 @@ void mki_stats_print_process(int fd)
     figure(fd, "page_bytes", m.page_bytes);
     figure(fd, "huge_chunks", m.huge_count);
     figure(fd, "huge_bytes", m.huge_bytes);
+    figure(fd, "huge_cached_bytes", m.huge_cached);
     figure(fd, "meta_bytes", p.meta_bytes);
 }

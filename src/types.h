@@ -81,7 +81,8 @@ enum mki_page_kind {
 
 enum mki_page_flag {
     MKI_PF_FULL = 1,    /* on the context's full list */
-    MKI_PF_CURRENT = 2  /* head of its class list; holds one pin in `used` */
+    MKI_PF_CURRENT = 2, /* head of its class list; holds one pin in `used` */
+    MKI_PF_FRESH = 4    /* huge: its memory came zeroed from the OS */
 };
 
 /*
@@ -113,7 +114,17 @@ struct mki_page {
                         after an alloc) calls the slab's rebucket */
     _Atomic uint64_t *live; /* instrumented small pages: a bit per live
                                chunk (check/instrument.c) */
+    /* GENERAL small pages: chunks freed by other threads, waiting for the
+     * owner: a list through the chunks (bits 3..47: the head), its length
+     * (bits 48..63) and MKI_XF_DELAYED (bit 0: the page is full, frees go
+     * to the context's list instead).  One word, so a push and the owner's
+     * moves change the list, its count and the state at once (general.c). */
+    _Atomic uintptr_t xfree;
 };
+
+#define MKI_XF_DELAYED ((uintptr_t)1)
+#define MKI_XF_ONE ((uintptr_t)1 << 48)
+#define MKI_XF_PTR (((uintptr_t)1 << 48) - 8)
 
 /* ---- segments ----------------------------------------------------------- */
 enum mki_seg_kind { MKI_SEG_NORMAL = 1, MKI_SEG_HUGE = 2 };

@@ -19,6 +19,12 @@ mki_page *mki_check_pointer(const void *p)
     mki_page *pg;
     if (s->kind == MKI_SEG_HUGE) {
         pg = &s->huge_page;
+        if (pg->kind == MKI_PAGE_FREE) { /* cached for reuse */
+            mki_error_report("double free or pointer memkit never returned "
+                             "(memory memkit holds free)",
+                             p, NULL);
+            return NULL;
+        }
         if ((const char *)p != pg->start) {
             mki_error_report("pointer inside a chunk, not its start", p,
                              pg->ctx);

@@ -80,8 +80,11 @@ void *mk_alloc(mk_ctx *ctx, size_t size)
 
 int mki_chunk_is_zero(const void *p, size_t n)
 {
-    /* a huge chunk is a fresh mapping: already zero */
-    return n > MKI_LARGE_MAX && mki_page_of(p)->kind == MKI_PAGE_HUGE;
+    /* a huge chunk in a fresh mapping (not one reused from the cache) */
+    if (n <= MKI_LARGE_MAX)
+        return 0;
+    const mki_page *pg = mki_page_of(p);
+    return pg->kind == MKI_PAGE_HUGE && (pg->flags & MKI_PF_FRESH);
 }
 
 void *mk_alloc_zero(mk_ctx *ctx, size_t size)
@@ -152,7 +155,10 @@ MKI_NOINLINE void mki_chunk_free_slow(mki_page *pg, void *p)
     if (ops->no_free)
         return;
     if (mki_ctx_owner(ctx) != mki_tid()) {
-        mki_chunk_remote_push(ctx, p);
+        if (ctx->kind == MK_GENERAL && pg->kind == MKI_PAGE_SMALL)
+            mki_general_free_remote(pg, p); /* the page's own list */
+        else
+            mki_chunk_remote_push(ctx, p);
         return;
     }
     if (ctx->fast_kind == MK_GENERATION && pg->kind == MKI_PAGE_BLOCK) {

@@ -48,6 +48,8 @@ mki_page *mki_general_hi_empty[MKI_NCLASS_HI] = {E8, E8, &mki_page_empty,
 _Static_assert(MKI_NCLASS_HI == 20, "mki_general_hi_empty lists 20 entries");
 
 static mki_general *gen(mk_ctx *ctx) { return (mki_general *)ctx; }
+/* Not instrumented (instrumented chunks keep a tail at their end). */
+static int g_fast(const mk_ctx *ctx) { return ctx->fast_kind != MKI_KIND_SLOW; }
 
 /* The list head for class @c; NULL only if the table of the classes above
  * 1 KiB could not be allocated. */
@@ -80,10 +82,67 @@ static void make_current(mki_general *g, mki_page **slot, mki_page *pg)
     g->classes |= 1ull << pg->cls;
 }
 
-/* The current page has no free chunk: move it to the full list and let
- * the next page of the class become current. */
-static void retire_full(mki_general *g, mki_page **slot, mki_page *pg)
+/* ---- chunks freed by other threads ------------------------------------------
+ * A free from a thread that does not own the context pushes the chunk on its
+ * page's `xfree` word (one compare-and-swap; the word also counts the list),
+ * unless the page is full: a full page is on no class list, so the owner
+ * would never look at it; its `xfree` then holds MKI_XF_DELAYED and the free
+ * goes on the context's `remote` list, which the owner collects on its slow
+ * paths and which brings the page back to its class.  The owner takes a
+ * page's list with one exchange when the page runs out of chunks (refill),
+ * before declaring it full (a compare-and-swap from 0 to MKI_XF_DELAYED,
+ * which fails if a free came in meanwhile), and in a full collect. */
+
+void mki_general_free_remote(mki_page *pg, void *p)
 {
+    uintptr_t old = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
+    for (;;) {
+        if (old & MKI_XF_DELAYED) {
+            mki_chunk_remote_push(pg->ctx, p);
+            return;
+        }
+        *(void **)p = (void *)(old & MKI_XF_PTR);
+        uintptr_t val = ((old & ~MKI_XF_PTR) + MKI_XF_ONE) | (uintptr_t)p;
+        /* release: the link store above is visible to the owner's acquire;
+         * after this CAS the page may go back: touch nothing of it */
+        if (atomic_compare_exchange_weak_explicit(&pg->xfree, &old, val,
+                                                  memory_order_release,
+                                                  memory_order_relaxed))
+            return;
+    }
+}
+
+/* Take in the chunks other threads freed into @pg, a page of the owner's
+ * class lists (not full); returns how many. */
+static uint32_t take_remote(mki_page *pg)
+{
+    if (!atomic_load_explicit(&pg->xfree, memory_order_relaxed))
+        return 0;
+    uintptr_t x = atomic_exchange_explicit(&pg->xfree, 0, memory_order_acquire);
+    void *head = (void *)(x & MKI_XF_PTR);
+    uint32_t n = (uint32_t)(x >> 48);
+    if (pg->free) { /* rare: splice in front of the local list */
+        void *tail = head;
+        for (void *nx; (nx = mki_link_get(tail)) != NULL;)
+            tail = nx;
+        mki_link_set(tail, pg->free);
+    }
+    pg->free = head;
+    pg->used -= n;
+    return n;
+}
+
+/* The current page has no free chunk: move it to the full list and let
+ * the next page of the class become current.  Returns 0 without doing so
+ * if a chunk freed by another thread came in meanwhile. */
+static int retire_full(mki_general *g, mki_page **slot, mki_page *pg)
+{
+    uintptr_t none = 0;
+    if (!atomic_compare_exchange_strong_explicit(&pg->xfree, &none,
+                                                 MKI_XF_DELAYED,
+                                                 memory_order_relaxed,
+                                                 memory_order_relaxed))
+        return 0;
     mki_page *next = pg->next;
     pg->flags = MKI_PF_FULL;
     pg->used--; /* unpin: all chunks are live, so used > 0 */
@@ -98,6 +157,7 @@ static void retire_full(mki_general *g, mki_page **slot, mki_page *pg)
         *slot = &mki_page_empty;
         g->classes &= ~(1ull << pg->cls);
     }
+    return 1;
 }
 
 static void page_drop(mki_general *g, mki_page *pg)
@@ -183,13 +243,13 @@ static void *class_alloc(mki_general *g, unsigned c)
         return NULL;
     }
     mki_page *pg = *slot;
-    if (MKI_LIKELY(mki_page_has_chunk(pg)))
+    if (MKI_LIKELY(mki_page_has_chunk(pg)) || take_remote(pg))
         return mki_page_take(pg);
     mki_ctx_collect(&g->base);
     while ((pg = *slot) != &mki_page_empty) {
-        if (mki_page_has_chunk(pg))
+        if (mki_page_has_chunk(pg) || take_remote(pg))
             return mki_page_take(pg);
-        retire_full(g, slot, pg);
+        retire_full(g, slot, pg); /* on failure the loop takes the frees */
     }
     pg = page_new(g, c);
     if (!pg)
@@ -199,10 +259,16 @@ static void *class_alloc(mki_general *g, unsigned c)
 }
 
 /* mk_alloc's fast path found the free list of @pg (the current page of the
- * class of @size) empty: hand out its next never-used chunk if it has one
- * (the common case on a new or rewound page), else take the slow path. */
+ * class of @size) empty: take the chunks other threads freed into it (they
+ * are warm, and reusing them keeps the page from growing), else hand out
+ * its next never-used chunk (the common case on a new or rewound page),
+ * else take the slow path. */
 void *mki_general_refill(mki_general *g, mki_page *pg, size_t size)
 {
+    if (MKI_UNLIKELY(atomic_load_explicit(&pg->xfree, memory_order_relaxed))) {
+        take_remote(pg);
+        return mki_general_pop(pg);
+    }
     if (MKI_LIKELY(pg->extend < pg->end)) {
         void *b = pg->extend;
         pg->extend += pg->chunk_size;
@@ -262,10 +328,7 @@ static void general_free(mki_page *pg, void *p)
     mki_general *g = gen(pg->ctx);
     if (pg->kind == MKI_PAGE_LARGE || pg->kind == MKI_PAGE_HUGE) {
         mki_page_list_remove(&g->large, pg);
-        if (pg->kind == MKI_PAGE_LARGE)
-            mki_segment_page_release(pg);
-        else
-            mki_segment_huge_release(pg);
+        mki_page_release(pg);
         return;
     }
     mki_page_push(pg, p);
@@ -275,6 +338,9 @@ static void general_free(mki_page *pg, void *p)
         mki_page_list_remove(&g->full, pg);
         pg->flags &= (uint8_t)~MKI_PF_FULL;
         mki_page_set_tid(pg, g->base.fast_tid);
+        /* other threads' frees may come to the page again (while it was
+         * full its word held MKI_XF_DELAYED and nothing else) */
+        atomic_store_explicit(&pg->xfree, 0, memory_order_relaxed);
         mki_page **slot = slot_of(g, pg->cls);
         if (*slot == &mki_page_empty) {
             make_current(g, slot, pg);
@@ -291,8 +357,20 @@ static void general_free(mki_page *pg, void *p)
         mki_general_page_empty(pg);
 }
 
+/* Take in every chunk other threads freed: the context's list (large
+ * chunks, chunks of full pages) and every page's. */
 void mki_general_collect(mk_ctx *ctx)
 {
+    mki_general *g = gen(ctx);
+    for (uint64_t bits = g->classes; bits; bits &= bits - 1) {
+        unsigned c = (unsigned)__builtin_ctzll(bits);
+        mki_page *pg = *slot_of(g, c), *next;
+        for (; pg; pg = next) {
+            next = pg->next;
+            if (take_remote(pg) && pg->used == 0)
+                mki_general_page_empty(pg); /* not current: no pin */
+        }
+    }
     void *list = atomic_exchange_explicit(&ctx->remote, NULL,
                                           memory_order_acquire);
     while (list) {
@@ -322,6 +400,15 @@ static size_t general_usable_size(const mki_page *pg, const void *p)
 static void *general_realloc(mki_page *pg, void *p, size_t size)
 {
     size_t old = general_usable_size(pg, p);
+    if (pg->kind == MKI_PAGE_HUGE && size > MKI_LARGE_MAX &&
+        g_fast(pg->ctx)) {
+        /* resize the mapping: no copy, and no new chunk */
+        mki_general *g = gen(pg->ctx);
+        mki_page_list_remove(&g->large, pg);
+        mki_page *np = mki_huge_resize(pg, size);
+        mki_page_list_push(&g->large, np ? np : pg);
+        return np ? np->start : NULL;
+    }
     /* a chunk of an 8-aligned class cannot stay for a size that mk_alloc
      * would align to 16 */
     size_t align = (size <= 8 || (size > 16 && size <= 24)) ? 8 : 16;
@@ -386,6 +473,7 @@ static void release_but_largest(mki_page *pg, void *arg)
 /* Every chunk of @pg is free again: rewind it (no work per chunk). */
 static void rewind_page(mki_page *pg)
 {
+    atomic_store_explicit(&pg->xfree, 0, memory_order_relaxed);
     pg->free = NULL;
     pg->extend = pg->start;
     pg->used = (pg->flags & MKI_PF_CURRENT) ? 1u : 0u; /* the pin stays */

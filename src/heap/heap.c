@@ -181,6 +181,7 @@ static void heap_exit(void *arg)
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&heap_lock);
+    mki_huge_fork(0);
     mki_segment_fork(0);
     mki_meta_fork(0);
 }
@@ -189,6 +190,7 @@ static void fork_parent(void)
 {
     mki_meta_fork(1);
     mki_segment_fork(1);
+    mki_huge_fork(1);
     pthread_mutex_unlock(&heap_lock);
 }
 
@@ -196,6 +198,7 @@ static void fork_child(void)
 {
     mki_meta_fork(2);
     mki_segment_fork(2);
+    mki_huge_fork(2);
     pthread_mutex_unlock(&heap_lock);
 }
 

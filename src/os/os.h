@@ -47,6 +47,25 @@ void *mki_os_reserve_offset(size_t size, size_t align, size_t offset);
 void mki_os_release(void *p, size_t size, size_t committed);
 
 /*
+ * Shorten a reservation of @size bytes at @p to its first @keep bytes (an
+ * OS-page multiple) and give the rest back; @committed is how many of the
+ * @size bytes were counted committed (those past @keep are uncounted).
+ * Never fails.
+ */
+void mki_os_release_tail(void *p, size_t size, size_t keep, size_t committed);
+
+/*
+ * Grow a reservation of @size bytes at @p to @new_size bytes, keeping its
+ * contents: in place when the address space after it is free, else moved
+ * (mremap; the pages move, nothing is copied) to an address where
+ * p + @offset is aligned to @align, as mki_os_reserve_offset gives.  The
+ * new bytes count as reserved and committed.  Returns the (perhaps new)
+ * address, or NULL (errno ENOMEM; the reservation is untouched).
+ */
+void *mki_os_resize(void *p, size_t size, size_t new_size, size_t align,
+                    size_t offset);
+
+/*
  * Declare [p, p+size) usable.  Pre: inside a reservation, OS-page aligned
  * unless the caller counts sub-page units itself.  Returns 0, or -1 on
  * (injected) failure, in which case nothing changed.

@@ -91,6 +91,48 @@ void mki_os_release(void *p, size_t size, size_t committed)
                               memory_order_relaxed);
 }
 
+void mki_os_release_tail(void *p, size_t size, size_t keep, size_t committed)
+{
+    if (keep >= size)
+        return;
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    munmap((char *)p + keep, size - keep);
+    atomic_fetch_sub_explicit(&reserved_bytes, size - keep, memory_order_relaxed);
+    if (committed > keep)
+        atomic_fetch_sub_explicit(&committed_bytes, committed - keep,
+                                  memory_order_relaxed);
+}
+
+void *mki_os_resize(void *p, size_t size, size_t new_size, size_t align,
+                    size_t offset)
+{
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    if (injected_failure()) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *q = mremap(p, size, new_size, 0); /* in place */
+    if (q == MAP_FAILED) {
+        /* a place of the right alignment, then move the pages there */
+        char *to = mki_os_reserve_offset(new_size, align, offset);
+        if (!to)
+            return NULL;
+        atomic_fetch_sub_explicit(&reserved_bytes, new_size,
+                                  memory_order_relaxed); /* counted below */
+        q = mremap(p, size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+        if (q == MAP_FAILED) {
+            munmap(to, new_size);
+            errno = ENOMEM;
+            return NULL;
+        }
+    }
+    atomic_fetch_add_explicit(&reserved_bytes, new_size - size,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&committed_bytes, new_size - size,
+                              memory_order_relaxed);
+    return q;
+}
+
 int mki_os_commit(void *p, size_t size)
 {
     (void)p;

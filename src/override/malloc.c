@@ -144,7 +144,7 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
 EXPORT void *memalign(size_t align, size_t n)
 {
     if (align & (align - 1)) { /* glibc rounds up to a power of two */
-        if (align > ((size_t)1 << 62)) {
+        if (align > ((size_t)1 << 63)) {
             errno = EINVAL;
             return NULL;
         }

@@ -19,8 +19,8 @@
  * segments.  Freed units of a partly used segment stay committed until then
  * (the purge policy of a later layer decides more; see docs/DESIGN.md).
  *
- * Huge chunks (> 1 MiB, or aligned beyond 64 KiB) get a segment of their
- * own whose header is one OS page (its map entry precedes the chunk).
+ * Huge chunks (> 1 MiB, or aligned beyond 64 KiB) get a mapping of their
+ * own (page/huge.c); this file only registers them as segments.
  *
  * One mutex guards the pool.  It is taken once per page (1..64 KiB of
  * chunks), never per chunk; per-thread pools are the plan for scaling
@@ -39,7 +39,6 @@ static _Atomic size_t segment_count;
 /* Figures for mallinfo2 and MEMKIT_STATS (relaxed; exact when quiet). */
 static _Atomic size_t seg_committed; /* committed bytes of normal segments */
 static _Atomic size_t units_out;     /* units handed out as pages */
-static _Atomic size_t huge_count, huge_committed;
 
 #define COUNT(var, delta) \
     atomic_fetch_add_explicit(&(var), (delta), memory_order_relaxed)
@@ -180,6 +179,22 @@ static int registry_put(uintptr_t base, int add)
             return 0;
     }
     return -1; /* full: 256 GiB of segments */
+}
+
+int mki_segment_register(void *base, int add)
+{
+    pthread_mutex_lock(&arena_lock);
+    int r = add ? registry_put((uintptr_t)base, 1) : 0;
+    if (!add)
+        registry_put((uintptr_t)base, 0);
+    pthread_mutex_unlock(&arena_lock);
+    if (r == 0) {
+        if (add)
+            atomic_fetch_add_explicit(&segment_count, 1, memory_order_relaxed);
+        else
+            atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
+    }
+    return r;
 }
 
 int mki_segment_owns(const void *p)
@@ -452,7 +467,7 @@ mki_page *mki_segment_chunk_alloc(mk_ctx *ctx, size_t size, size_t align)
         pg->kind = MKI_PAGE_LARGE;
         pg->end = pg->start + body;
     } else {
-        pg = mki_segment_huge_alloc(size, align);
+        pg = mki_huge_alloc(size, align);
         if (!pg)
             return NULL;
     }
@@ -462,78 +477,6 @@ mki_page *mki_segment_chunk_alloc(mk_ctx *ctx, size_t size, size_t align)
     if (ctx->fast_kind == MKI_KIND_SLOW)
         mki_instr_page_new(pg); /* no bitmap for one chunk: cannot fail */
     return pg;
-}
-
-/* ---- huge chunks ---------------------------------------------------------- */
-
-mki_page *mki_segment_huge_alloc(size_t size, size_t align)
-{
-    pthread_once(&arena_once, arena_init);
-    if (size == 0) /* room for a link word, as every chunk has */
-        size = 1;
-    size_t body = (size + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
-    if (body < size || size > MKI_SIZE_MAX || align > MKI_SIZE_MAX) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    /* The chunk sits at `off` from the segment start; its map entry (unit
-     * (off / 1 KiB) mod 4096) lies in the header, before the chunk.  An
-     * alignment of a segment or more puts the chunk exactly one segment
-     * after the header, where p - 1 maps back to it. */
-    size_t off = align < MKI_OS_PAGE ? MKI_OS_PAGE : align;
-    if (off > MKI_SEG_SIZE)
-        off = MKI_SEG_SIZE;
-    size_t total = off + body;
-    mki_segment *s = align > MKI_SEG_SIZE
-                         ? mki_os_reserve_offset(total, align, MKI_SEG_SIZE)
-                         : mki_os_reserve(total, MKI_SEG_SIZE);
-    if (!s)
-        return NULL;
-    char *chunk = (char *)s + off;
-    unsigned unit = (unsigned)(((uintptr_t)chunk >> MKI_UNIT_SHIFT) &
-                               (MKI_UNITS - 1));
-    size_t header = offsetof(mki_segment, map) + sizeof(mki_page *) * (unit + 1);
-    header = (header + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
-    if (mki_os_commit(s, header + body) != 0) {
-        mki_os_release(s, total, 0);
-        return NULL;
-    }
-    s->magic = MKI_SEG_MAGIC;
-    s->kind = MKI_SEG_HUGE;
-    s->size = total;
-    s->huge_committed = header + body;
-    mki_page *pg = &s->huge_page;
-    pg->kind = MKI_PAGE_HUGE;
-    pg->start = chunk;
-    pg->size = total;
-    pg->end = chunk + body;
-    s->map[unit] = pg;
-    pthread_mutex_lock(&arena_lock);
-    int recorded = registry_put((uintptr_t)s, 1);
-    pthread_mutex_unlock(&arena_lock);
-    if (recorded != 0) {
-        mki_os_release(s, total, header + body);
-        errno = ENOMEM;
-        return NULL;
-    }
-    atomic_fetch_add_explicit(&segment_count, 1, memory_order_relaxed);
-    COUNT(huge_count, 1);
-    COUNT(huge_committed, header + body);
-    return pg;
-}
-
-void mki_segment_huge_release(mki_page *pg)
-{
-    mki_segment *s = mki_segment_of(pg->start);
-    pthread_mutex_lock(&arena_lock);
-    registry_put((uintptr_t)s, 0);
-    pthread_mutex_unlock(&arena_lock);
-    atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
-    size_t size = s->size, committed = s->huge_committed;
-    UNCOUNT(huge_count, 1);
-    UNCOUNT(huge_committed, committed);
-    mki_mem_forget(s, size); /* the address may be mapped again */
-    mki_os_release(s, size, committed);
 }
 
 /* ---- trimming and figures ------------------------------------------------- */
@@ -567,8 +510,7 @@ void mki_segment_figures(mki_malloc_figures *f)
     f->segment_bytes = atomic_load_explicit(&seg_committed, memory_order_relaxed);
     f->page_bytes =
         atomic_load_explicit(&units_out, memory_order_relaxed) * MKI_UNIT;
-    f->huge_count = atomic_load_explicit(&huge_count, memory_order_relaxed);
-    f->huge_bytes = atomic_load_explicit(&huge_committed, memory_order_relaxed);
+    mki_huge_figures(&f->huge_count, &f->huge_bytes, &f->huge_cached);
     f->used_bytes = f->page_bytes + f->huge_bytes;
 }
 

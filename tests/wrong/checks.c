@@ -112,6 +112,14 @@ static void free_twice(void *p)
     mk_free(p);
 }
 
+/* The second free after memkit gave the memory back to the OS. */
+static void free_trim_free(void *p)
+{
+    mk_free(p);
+    mk_trim();
+    mk_free(p);
+}
+
 static void pool_a_free_twice(void *p)
 {
     mk_pool_free(pool_a, p);
@@ -160,8 +168,9 @@ static void test_double_free(void)
 
 /* A large chunk has a page of its own, which goes back at the first free:
  * the second free finds memory memkit holds free and cannot name the
- * context any more.  A huge chunk's segment goes back to the OS: the
- * second free sees a pointer memkit does not hold at all. */
+ * context any more.  A huge chunk's mapping is kept for reuse: the same;
+ * once mk_trim gave it back to the OS, the second free sees a pointer
+ * memkit does not hold at all. */
 static void test_double_free_large(void)
 {
     char *p = mk_alloc(general, 100000);
@@ -176,8 +185,11 @@ static void test_double_free_large(void)
                                  "%p", p));
     p = mk_alloc(general, (size_t)3 << 20);
     REQUIRE_NOT_NULL(p);
-    DIES_WITH(free_twice, p, msg("memkit: pointer memkit never returned: "
-                                 "pointer %p", p));
+    DIES_WITH(free_twice, p, msg("memkit: double free or pointer memkit never "
+                                 "returned (memory memkit holds free): pointer "
+                                 "%p", p));
+    DIES_WITH(free_trim_free, p, msg("memkit: pointer memkit never returned: "
+                                     "pointer %p", p));
 }
 
 static char stack_like[64];

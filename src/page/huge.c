@@ -1,0 +1,375 @@
+/*
+ * huge.c - chunks too big for a segment's pages (above 1 MiB, or aligned
+ * beyond 64 KiB), each in a mapping of its own, and the cache that lets a
+ * program allocate and free such chunks in a loop without a system call or
+ * a page fault each time.
+ *
+ * A huge mapping starts with a one-OS-page segment header (its page map
+ * entry is all the owner lookup needs, page.h) and the chunk follows at an
+ * offset of one OS page, or of the requested alignment:
+ *
+ *     | header (mki_segment, huge_page = the descriptor) | chunk ... |
+ *     s (4 MiB-aligned)                                   s + off
+ *
+ * The cache: a freed mapping of an ordinary offset is kept, resident, in a
+ * small table (CACHE_SLOTS entries, CACHE_BYTES in all), and a later request
+ * takes the smallest cached mapping that holds it.  A mapping more than
+ * twice the size needed gives its tail back (munmap) before it is reused,
+ * so a cached mapping never pins much more than the chunk it serves; a
+ * request larger than every cached mapping grows the largest one with
+ * mremap (its pages move, none is copied or faulted).  Entries older than
+ * purge_delay_ms go back to the OS on the next huge operation or mk_trim.
+ * glibc gets the same effect by raising its mmap threshold after a free, so
+ * that such sizes come from its heap; without the cache a loop of 64 KiB -
+ * 32 MiB blocks would pay an mmap, a munmap and a fault per OS page touched
+ * on every iteration.
+ *
+ * Realloc of a huge chunk resizes its mapping: mremap in place when the
+ * address space after it is free, else to a new aligned place (the pages
+ * move, none is copied); shrinking gives the tail back.
+ *
+ * Zeroed memory: a fresh mapping is zero, so its chunk carries
+ * MKI_PF_FRESH and calloc does not clear it; a reused one is cleared.
+ *
+ * One mutex guards the cache; mappings are made and released outside it.
+ */
+#include "../check/annotate.h"
+#include "../internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define CACHE_SLOTS 16
+#define CACHE_BYTES ((size_t)64 << 20)
+
+typedef struct cached {
+    mki_segment *seg;
+    unsigned long long since_ns; /* when it was freed */
+} cached;
+
+static pthread_mutex_t huge_lock = PTHREAD_MUTEX_INITIALIZER;
+static cached cache[CACHE_SLOTS];
+static unsigned ncached;
+static size_t cached_bytes; /* committed bytes of the cached mappings */
+static _Atomic size_t live_count, live_committed;
+
+#define COUNT(var, delta) \
+    atomic_fetch_add_explicit(&(var), (delta), memory_order_relaxed)
+#define UNCOUNT(var, delta) \
+    atomic_fetch_sub_explicit(&(var), (delta), memory_order_relaxed)
+
+static size_t round_page(size_t n)
+{
+    return (n + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
+}
+
+/* Bytes of header before a chunk whose map entry is unit @unit. */
+static size_t header_bytes(unsigned unit)
+{
+    return round_page(offsetof(mki_segment, map) +
+                      sizeof(mki_page *) * (unit + 1));
+}
+
+/* Unit (in the page map) of a chunk at @chunk. */
+static unsigned unit_of(const char *chunk)
+{
+    return (unsigned)(((uintptr_t)chunk >> MKI_UNIT_SHIFT) & (MKI_UNITS - 1));
+}
+
+/* Write the header of mapping @s (of @total bytes, @committed of them
+ * counted as committed) for a chunk of @body bytes at offset @off. */
+static mki_page *header_set(mki_segment *s, size_t total, size_t committed,
+                            size_t off, size_t body)
+{
+    char *chunk = (char *)s + off;
+    s->magic = MKI_SEG_MAGIC;
+    s->kind = MKI_SEG_HUGE;
+    s->size = total;
+    s->huge_committed = committed;
+    mki_page *pg = &s->huge_page;
+    memset(pg, 0, sizeof *pg);
+    pg->kind = MKI_PAGE_HUGE;
+    pg->start = chunk;
+    pg->size = total;
+    pg->end = chunk + body;
+    s->map[unit_of(chunk)] = pg;
+    return pg;
+}
+
+/* ---- the cache ------------------------------------------------------------- */
+
+/* Take out cache entry @i (lock held). */
+static mki_segment *cache_take(unsigned i)
+{
+    mki_segment *s = cache[i].seg;
+    cached_bytes -= s->huge_committed;
+    cache[i] = cache[--ncached];
+    return s;
+}
+
+/* Unmap a mapping that holds no chunk. */
+static void unmap(mki_segment *s)
+{
+    size_t size = s->size, committed = s->huge_committed;
+    mki_mem_forget(s, size); /* the address may be mapped again */
+    mki_segment_register(s, 0);
+    mki_os_release(s, size, committed);
+}
+
+/* Move the entries older than the purge delay (all with @all) to @out;
+ * returns how many (lock held). */
+static unsigned cache_expire(int all, mki_segment **out)
+{
+    long delay = mki_option(MKI_OPT_PURGE_DELAY_MS);
+    if (!all && (delay < 0 || ncached == 0))
+        return 0;
+    unsigned long long now = all ? 0 : mki_os_now_ns();
+    unsigned n = 0;
+    for (unsigned i = 0; i < ncached;) {
+        if (all || now - cache[i].since_ns >= (unsigned long long)delay * 1000000ull)
+            out[n++] = cache_take(i);
+        else
+            i++;
+    }
+    return n;
+}
+
+static void unmap_all(mki_segment **list, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        unmap(list[i]);
+}
+
+/* A cached mapping able to hold @need bytes from its start (the smallest
+ * such), else the largest cached one (to grow), else NULL. */
+static mki_segment *cache_find(size_t need)
+{
+    int best = -1, largest = -1;
+    for (unsigned i = 0; i < ncached; i++) {
+        size_t sz = cache[i].seg->size;
+        if (sz >= need && (best < 0 || sz < cache[best].seg->size))
+            best = (int)i;
+        if (largest < 0 || sz > cache[largest].seg->size)
+            largest = (int)i;
+    }
+    int pick = best >= 0 ? best : largest;
+    return pick >= 0 ? cache_take((unsigned)pick) : NULL;
+}
+
+/* Fit cached mapping @s to @need bytes: give back a tail it does not need
+ * (if it is more than twice @need), or grow it.  Returns the mapping (it
+ * may have moved), or NULL after giving @s back if growing failed. */
+static mki_segment *fit(mki_segment *s, size_t need)
+{
+    size_t have = s->size;
+    if (have >= need) {
+        if (have / 2 > need) {
+            mki_os_release_tail(s, have, need, s->huge_committed);
+            if (s->huge_committed > need)
+                s->huge_committed = need;
+            s->size = need;
+        }
+        return s;
+    }
+    size_t committed = s->huge_committed;
+    mki_segment *moved = mki_os_resize(s, have, need, MKI_SEG_SIZE, 0);
+    if (!moved) {
+        unmap(s);
+        return NULL;
+    }
+    if (moved != s) {
+        mki_segment_register(s, 0);
+        if (mki_segment_register(moved, 1) != 0) {
+            mki_os_release(moved, need, committed + (need - have));
+            errno = ENOMEM;
+            return NULL;
+        }
+    }
+    moved->size = need;
+    moved->huge_committed = committed + (need - have);
+    return moved;
+}
+
+/* ---- allocation and release ------------------------------------------------ */
+
+mki_page *mki_huge_alloc(size_t size, size_t align)
+{
+    if (size == 0) /* room for a link word, as every chunk has */
+        size = 1;
+    size_t body = round_page(size);
+    if (body < size || size > MKI_SIZE_MAX || align > MKI_SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    /* The chunk sits at `off` from the mapping's start; its map entry
+     * lies in the header, before the chunk.  An alignment of a segment or
+     * more puts the chunk exactly one segment after the header, where
+     * p - 1 maps back to it. */
+    size_t off = align < MKI_OS_PAGE ? MKI_OS_PAGE : align;
+    if (off > MKI_SEG_SIZE)
+        off = MKI_SEG_SIZE;
+    size_t total = off + body;
+    mki_segment *s = NULL, *expired[CACHE_SLOTS];
+    unsigned nexp = 0;
+    if (off == MKI_OS_PAGE) {
+        pthread_mutex_lock(&huge_lock);
+        nexp = cache_expire(0, expired);
+        s = cache_find(total);
+        pthread_mutex_unlock(&huge_lock);
+        unmap_all(expired, nexp);
+        if (s) {
+            s = fit(s, total);
+            if (s) {
+                mki_page *pg = header_set(s, s->size, s->huge_committed, off,
+                                          body);
+                COUNT(live_count, 1);
+                COUNT(live_committed, s->huge_committed);
+                return pg; /* reused: not zero, no MKI_PF_FRESH */
+            }
+        }
+    }
+    s = align > MKI_SEG_SIZE ? mki_os_reserve_offset(total, align, MKI_SEG_SIZE)
+                             : mki_os_reserve(total, MKI_SEG_SIZE);
+    if (!s)
+        return NULL;
+    size_t committed = header_bytes(unit_of((char *)s + off)) + body;
+    if (committed > total)
+        committed = total;
+    if (mki_os_commit(s, committed) != 0) {
+        mki_os_release(s, total, 0);
+        return NULL;
+    }
+    if (mki_segment_register(s, 1) != 0) {
+        mki_os_release(s, total, committed);
+        errno = ENOMEM;
+        return NULL;
+    }
+    mki_page *pg = header_set(s, total, committed, off, body);
+    pg->flags = MKI_PF_FRESH;
+    COUNT(live_count, 1);
+    COUNT(live_committed, committed);
+    return pg;
+}
+
+void mki_huge_release(mki_page *pg)
+{
+    mki_segment *s = mki_segment_of(pg->start);
+    pg->kind = MKI_PAGE_FREE; /* a second free of it is seen as such */
+    pg->ctx = NULL;
+    UNCOUNT(live_count, 1);
+    UNCOUNT(live_committed, s->huge_committed);
+    mki_segment *expired[CACHE_SLOTS + 1];
+    unsigned nexp = 0;
+    int keep = (size_t)(pg->start - (char *)s) == MKI_OS_PAGE &&
+               mki_option(MKI_OPT_PURGE_DELAY_MS) != 0;
+    if (keep) {
+        pthread_mutex_lock(&huge_lock);
+        nexp = cache_expire(0, expired);
+        /* make room: the oldest entries go */
+        while (ncached > 0 && (ncached == CACHE_SLOTS ||
+                               cached_bytes + s->huge_committed > CACHE_BYTES)) {
+            unsigned oldest = 0;
+            for (unsigned i = 1; i < ncached; i++)
+                if (cache[i].since_ns < cache[oldest].since_ns)
+                    oldest = i;
+            expired[nexp++] = cache_take(oldest);
+        }
+        keep = s->huge_committed <= CACHE_BYTES;
+        if (keep) {
+            cache[ncached].seg = s;
+            cache[ncached].since_ns = mki_os_now_ns();
+            ncached++;
+            cached_bytes += s->huge_committed;
+        }
+        pthread_mutex_unlock(&huge_lock);
+    }
+    unmap_all(expired, nexp);
+    if (!keep)
+        unmap(s);
+}
+
+/* ---- resizing ------------------------------------------------------------------ */
+
+mki_page *mki_huge_resize(mki_page *pg, size_t size)
+{
+    mki_segment *s = mki_segment_of(pg->start);
+    size_t off = (size_t)(pg->start - (char *)s);
+    size_t body = round_page(size);
+    if (body < size || size > MKI_SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t need = off + body, have = s->size;
+    size_t old_committed = s->huge_committed, committed = old_committed;
+    if (need <= have) { /* shrink: give the tail back */
+        if (need < have) {
+            mki_os_release_tail(s, have, need, committed);
+            if (committed > need)
+                committed = need;
+        }
+    } else {
+        /* the mapping's start must keep its alignment: a segment, or for a
+         * chunk aligned beyond a segment, that chunk's alignment */
+        size_t align = MKI_SEG_SIZE, at = 0;
+        if (off == MKI_SEG_SIZE) {
+            uintptr_t c = (uintptr_t)pg->start;
+            align = (size_t)(c & (0 - c));
+            at = MKI_SEG_SIZE;
+        }
+        mki_segment *moved = mki_os_resize(s, have, need, align, at);
+        if (!moved)
+            return NULL; /* errno ENOMEM; the chunk is untouched */
+        committed += need - have;
+        if (moved != s) {
+            mki_segment_register(s, 0);
+            if (mki_segment_register(moved, 1) != 0)
+                errno = ENOMEM; /* checking build only; see below */
+        }
+        s = moved;
+    }
+    /* the descriptor lives in the header, which may have moved with it */
+    mki_page *np = &s->huge_page;
+    s->size = need;
+    s->huge_committed = committed;
+    np->start = (char *)s + off;
+    np->size = need;
+    np->end = np->start + body;
+    np->flags &= (uint8_t)~MKI_PF_FRESH;
+    s->map[unit_of(np->start)] = np;
+    UNCOUNT(live_committed, old_committed);
+    COUNT(live_committed, committed);
+    return np;
+}
+
+/* ---- trimming, figures, fork ---------------------------------------------------- */
+
+size_t mki_huge_trim(void)
+{
+    mki_segment *all[CACHE_SLOTS];
+    pthread_mutex_lock(&huge_lock);
+    unsigned n = cache_expire(1, all);
+    pthread_mutex_unlock(&huge_lock);
+    size_t total = 0;
+    for (unsigned i = 0; i < n; i++)
+        total += all[i]->huge_committed;
+    unmap_all(all, n);
+    return total;
+}
+
+void mki_huge_figures(size_t *count, size_t *live_bytes, size_t *cache_bytes)
+{
+    *count = atomic_load_explicit(&live_count, memory_order_relaxed);
+    *live_bytes = atomic_load_explicit(&live_committed, memory_order_relaxed);
+    pthread_mutex_lock(&huge_lock);
+    *cache_bytes = cached_bytes;
+    pthread_mutex_unlock(&huge_lock);
+}
+
+void mki_huge_fork(int phase)
+{
+    if (phase == 0)
+        pthread_mutex_lock(&huge_lock);
+    else
+        pthread_mutex_unlock(&huge_lock);
+}
