@@ -1,0 +1,131 @@
+/*
+ * rss_cost.c - the fixed cost of the drop-in in resident memory: the peak
+ * RSS of a program that allocates almost nothing, run on the system
+ * allocator and with LD_PRELOAD=<libmemkit-malloc>, must differ by at most
+ * LIMIT KiB.
+ *
+ * usage: rss_cost LIB LIMIT_KIB RUNS COMMAND [ARG...]
+ *
+ * Each run is fork + exec, the two ways alternating, RUNS times each; the
+ * peak RSS of one child comes from wait4 (ru_maxrss, KiB), and the verdict
+ * compares the medians.  ru_maxrss also counts the child's memory before
+ * exec (the kernel keeps the larger of the two peaks), so the child is a
+ * fork, not a vfork: a forked child's resident pages are only the anonymous
+ * pages it copied from this small runner.  That floor is measured too (a
+ * fork that exits at once) and must stay below the system allocator's
+ * figure, or the figures would be the runner's and prove nothing.
+ * The command's stdout goes to /dev/null; each run must exit 0.
+ *
+ * That the preload takes at all is compare.sh's check (fixed_cost.sh runs
+ * it first); this program only measures.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+enum { MAX_RUNS = 51 };
+
+/* One child: exec @argv (preloading @lib unless NULL); its ru_maxrss in
+ * KiB, or -1 if it did not exit 0.  @argv NULL: the child exits at once. */
+static long run(const char *lib, char **argv)
+{
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("rss_cost: fork");
+        exit(2);
+    }
+    if (pid == 0) {
+        if (!argv)
+            _exit(0);
+        if (lib)
+            setenv("LD_PRELOAD", lib, 1);
+        else
+            unsetenv("LD_PRELOAD");
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0)
+            dup2(null, STDOUT_FILENO);
+        execvp(argv[0], argv);
+        perror(argv[0]);
+        _exit(127);
+    }
+    int status;
+    struct rusage ru;
+    if (wait4(pid, &status, 0, &ru) != pid) {
+        perror("rss_cost: wait4");
+        exit(2);
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "rss_cost: %s run of %s: status 0x%x\n",
+                lib ? "memkit" : "system", argv ? argv[0] : "(fork)", status);
+        return -1;
+    }
+    return ru.ru_maxrss;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+static long median(long *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_long);
+    return v[n / 2];
+}
+
+static void print_all(const char *what, const long *v, int n)
+{
+    printf("%-22s", what);
+    for (int i = 0; i < n; i++)
+        printf(" %ld", v[i]);
+    printf("  (KiB, sorted)\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5) {
+        fprintf(stderr, "usage: rss_cost LIB LIMIT_KIB RUNS COMMAND [ARG...]\n");
+        return 2;
+    }
+    const char *lib = argv[1];
+    long limit = strtol(argv[2], NULL, 10);
+    int runs = atoi(argv[3]);
+    char **cmd = argv + 4;
+    if (runs < 1 || runs > MAX_RUNS || limit < 0) {
+        fprintf(stderr, "rss_cost: RUNS must be 1..%d, LIMIT_KIB >= 0\n", MAX_RUNS);
+        return 2;
+    }
+    long floor_kib[MAX_RUNS], sys[MAX_RUNS], mk[MAX_RUNS];
+    for (int i = 0; i < runs; i++) {
+        floor_kib[i] = run(NULL, NULL);
+        sys[i] = run(NULL, cmd);
+        mk[i] = run(lib, cmd);
+        if (floor_kib[i] < 0 || sys[i] < 0 || mk[i] < 0)
+            return 1;
+    }
+    long f = median(floor_kib, runs), s = median(sys, runs), m = median(mk, runs);
+    print_all("runner floor:", floor_kib, runs);
+    print_all("system allocator:", sys, runs);
+    print_all("memkit:", mk, runs);
+    printf("peak RSS of %s, median of %d runs: system allocator %ld KiB, "
+           "memkit %ld KiB, difference %+ld KiB (limit %+ld KiB); "
+           "runner floor %ld KiB\n", cmd[0], runs, s, m, m - s, limit, f);
+    if (f >= s) {
+        printf("FAIL: the runner's own floor (%ld KiB) is not below the "
+               "system allocator's figure: the measurement proves nothing\n", f);
+        return 1;
+    }
+    if (m - s > limit) {
+        printf("FAIL: the drop-in costs %ld KiB of peak RSS, more than %ld KiB\n",
+               m - s, limit);
+        return 1;
+    }
+    printf("PASS: fixed cost %+ld KiB, within %ld KiB\n", m - s, limit);
+    return 0;
+}
