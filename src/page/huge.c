@@ -141,9 +141,66 @@ static void unmap_all(mki_segment **list, unsigned n)
         unmap(list[i]);
 }
 
-/* A cached mapping able to hold @need bytes from its start (the smallest
- * such), else the largest cached one (to grow), else NULL. */
-static mki_segment *cache_find(size_t need)
+/* The header of a free mapping of @size bytes at @s, @committed of them
+ * counted committed: a segment of kind HUGE whose descriptor is FREE. */
+static void header_free(mki_segment *s, size_t size, size_t committed)
+{
+    s->magic = MKI_SEG_MAGIC;
+    s->kind = MKI_SEG_HUGE;
+    s->size = size;
+    s->huge_committed = committed;
+    memset(&s->huge_page, 0, sizeof s->huge_page);
+    s->huge_page.kind = MKI_PAGE_FREE;
+}
+
+/* Put free mapping @s in the cache (lock held), merged with the cached
+ * mappings next to it in the address space (so a later large request
+ * finds them whole).  The oldest entries beyond the cache's bounds move to
+ * @out for the caller to unmap; returns how many.  A mapping too big for
+ * the cache goes to @out itself. */
+static unsigned cache_put(mki_segment *s, mki_segment **out)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < ncached;) {
+        mki_segment *e = cache[i].seg;
+        if ((char *)e + e->size == (char *)s || (char *)s + s->size == (char *)e) {
+            cache_take(i);
+            mki_segment *lo = e < s ? e : s, *hi = e < s ? s : e;
+            lo->size += hi->size;
+            lo->huge_committed += hi->huge_committed;
+            mki_segment_register(hi, 0);
+            s = lo;
+            i = 0; /* it may now touch another one */
+            continue;
+        }
+        i++;
+    }
+    while (ncached > 0 && (ncached == CACHE_SLOTS ||
+                           cached_bytes + s->huge_committed > CACHE_BYTES)) {
+        unsigned oldest = 0;
+        for (unsigned i = 1; i < ncached; i++)
+            if (cache[i].since_ns < cache[oldest].since_ns)
+                oldest = i;
+        out[n++] = cache_take(oldest);
+    }
+    if (s->huge_committed > CACHE_BYTES) {
+        out[n++] = s;
+        return n;
+    }
+    cache[ncached].seg = s;
+    cache[ncached].since_ns = mki_os_now_ns();
+    ncached++;
+    cached_bytes += s->huge_committed;
+    return n;
+}
+
+/* Take the cached mapping that best holds @need bytes (the smallest that
+ * does, else the largest, to grow), or NULL.  A mapping longer than @need
+ * by a segment or more is split at a segment boundary and its tail stays
+ * in the cache: no system call, and the tail's pages stay resident for the
+ * next request (lock held; what the cache evicts goes to @out, counted in
+ * *@nout). */
+static mki_segment *cache_find(size_t need, mki_segment **out, unsigned *nout)
 {
     int best = -1, largest = -1;
     for (unsigned i = 0; i < ncached; i++) {
@@ -154,25 +211,29 @@ static mki_segment *cache_find(size_t need)
             largest = (int)i;
     }
     int pick = best >= 0 ? best : largest;
-    return pick >= 0 ? cache_take((unsigned)pick) : NULL;
+    if (pick < 0)
+        return NULL;
+    mki_segment *s = cache_take((unsigned)pick);
+    size_t keep = (need + MKI_SEG_MASK) & ~(size_t)MKI_SEG_MASK;
+    if (s->size >= keep + MKI_SEG_SIZE) {
+        mki_segment *tail = (mki_segment *)((char *)s + keep);
+        size_t tail_committed =
+            s->huge_committed > keep ? s->huge_committed - keep : 0;
+        header_free(tail, s->size - keep, tail_committed);
+        if (mki_segment_register(tail, 1) == 0) {
+            s->size = keep;
+            s->huge_committed -= tail_committed;
+            *nout += cache_put(tail, out + *nout);
+        }
+    }
+    return s;
 }
 
-/* Fit cached mapping @s to @need bytes: give back a tail it does not need
- * (if it is more than twice @need), or grow it.  Returns the mapping (it
- * may have moved), or NULL after giving @s back if growing failed. */
-static mki_segment *fit(mki_segment *s, size_t need)
+/* Grow cached mapping @s to @need bytes.  Returns the mapping (it may have
+ * moved), or NULL after giving @s back if that failed. */
+static mki_segment *grow(mki_segment *s, size_t need)
 {
-    size_t have = s->size;
-    if (have >= need) {
-        if (have / 2 > need) {
-            mki_os_release_tail(s, have, need, s->huge_committed);
-            if (s->huge_committed > need)
-                s->huge_committed = need;
-            s->size = need;
-        }
-        return s;
-    }
-    size_t committed = s->huge_committed;
+    size_t have = s->size, committed = s->huge_committed;
     mki_segment *moved = mki_os_resize(s, have, need, MKI_SEG_SIZE, 0);
     if (!moved) {
         unmap(s);
@@ -210,23 +271,21 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
     if (off > MKI_SEG_SIZE)
         off = MKI_SEG_SIZE;
     size_t total = off + body;
-    mki_segment *s = NULL, *expired[CACHE_SLOTS];
+    mki_segment *s = NULL, *expired[2 * CACHE_SLOTS + 2];
     unsigned nexp = 0;
     if (off == MKI_OS_PAGE) {
         pthread_mutex_lock(&huge_lock);
         nexp = cache_expire(0, expired);
-        s = cache_find(total);
+        s = cache_find(total, expired, &nexp);
         pthread_mutex_unlock(&huge_lock);
         unmap_all(expired, nexp);
+        if (s && s->size < total)
+            s = grow(s, total);
         if (s) {
-            s = fit(s, total);
-            if (s) {
-                mki_page *pg = header_set(s, s->size, s->huge_committed, off,
-                                          body);
-                COUNT(live_count, 1);
-                COUNT(live_committed, s->huge_committed);
-                return pg; /* reused: not zero, no MKI_PF_FRESH */
-            }
+            mki_page *pg = header_set(s, s->size, s->huge_committed, off, body);
+            COUNT(live_count, 1);
+            COUNT(live_committed, s->huge_committed);
+            return pg; /* reused: not zero, no MKI_PF_FRESH */
         }
     }
     s = align > MKI_SEG_SIZE ? mki_os_reserve_offset(total, align, MKI_SEG_SIZE)
@@ -259,34 +318,18 @@ void mki_huge_release(mki_page *pg)
     pg->ctx = NULL;
     UNCOUNT(live_count, 1);
     UNCOUNT(live_committed, s->huge_committed);
-    mki_segment *expired[CACHE_SLOTS + 1];
+    mki_segment *expired[2 * CACHE_SLOTS + 2];
     unsigned nexp = 0;
-    int keep = (size_t)(pg->start - (char *)s) == MKI_OS_PAGE &&
-               mki_option(MKI_OPT_PURGE_DELAY_MS) != 0;
-    if (keep) {
+    if ((size_t)(pg->start - (char *)s) == MKI_OS_PAGE &&
+        mki_option(MKI_OPT_PURGE_DELAY_MS) != 0) {
         pthread_mutex_lock(&huge_lock);
         nexp = cache_expire(0, expired);
-        /* make room: the oldest entries go */
-        while (ncached > 0 && (ncached == CACHE_SLOTS ||
-                               cached_bytes + s->huge_committed > CACHE_BYTES)) {
-            unsigned oldest = 0;
-            for (unsigned i = 1; i < ncached; i++)
-                if (cache[i].since_ns < cache[oldest].since_ns)
-                    oldest = i;
-            expired[nexp++] = cache_take(oldest);
-        }
-        keep = s->huge_committed <= CACHE_BYTES;
-        if (keep) {
-            cache[ncached].seg = s;
-            cache[ncached].since_ns = mki_os_now_ns();
-            ncached++;
-            cached_bytes += s->huge_committed;
-        }
+        nexp += cache_put(s, expired + nexp);
         pthread_mutex_unlock(&huge_lock);
+    } else {
+        expired[nexp++] = s;
     }
     unmap_all(expired, nexp);
-    if (!keep)
-        unmap(s);
 }
 
 /* ---- resizing ------------------------------------------------------------------ */
