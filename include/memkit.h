@@ -155,14 +155,45 @@ MK_API void mk_ctx_set_owner(mk_ctx *ctx);
 
 /**
  * The calling thread's current context, like PostgreSQL's
- * CurrentMemoryContext.  A thread starts with its own top-level GENERAL
- * context named "thread"; NULL only if even that could not be created.
+ * CurrentMemoryContext.  A thread starts with its own *heap*: a top-level
+ * GENERAL context named "thread", created on first use (no malloc is
+ * involved).  NULL only if even that could not be created.
+ *
+ * The heap belongs to memkit.  When its thread exits, the heap takes in the
+ * chunks other threads freed into it; if it then holds nothing it is
+ * deleted, otherwise its chunks stay valid for whoever holds them and the
+ * heap is adopted, pages and all, by the next thread that needs one (so
+ * starting and ending threads neither leaks nor grows memory).  A program
+ * may delete its thread's heap from that thread (the next use makes a new
+ * one); to delete a heap wholesale from another thread, make the heap a
+ * context of your own (see mk_ctx_switch).
  */
 MK_API mk_ctx *mk_ctx_current(void);
 
 /**
  * Make @p ctx the calling thread's current context; NULL selects the
- * thread's default context again.
+ * thread's heap again.
+ *
+ * With libmemkit-malloc, malloc() and the rest of the C library's family
+ * (and C++'s operator new) allocate from the current context when it is an
+ * MK_GENERAL context, and from the thread's heap otherwise.  So a program
+ * can give a library a heap of its own, as Perl gives each interpreter one:
+ *
+ *     mk_ctx *h = mk_ctx_new(NULL, "plugin", MK_GENERAL, NULL);
+ *     mk_ctx *prev = mk_ctx_switch(h);
+ *     plugin_run();              // everything it mallocs lands in h
+ *     mk_ctx_switch(prev);
+ *     mk_ctx_delete(h);          // and goes, leaks included
+ *
+ * The contract for such a context: it must be owned by the thread that
+ * switches to it (the creator, or a thread that called mk_ctx_set_owner);
+ * chunks malloc'ed there may be freed (free, realloc) by any thread, but
+ * must not be used after the context is reset or deleted, which frees them
+ * whoever holds them; a library that keeps a pointer in a global, or in a
+ * thread of its own, across the switch back breaks that contract.  Another
+ * thread may delete the context once it is done with it and has taken it
+ * over with mk_ctx_set_owner (the threads that used it must have switched
+ * away or exited).
  * @return the previous current context (to switch back to).
  */
 MK_API mk_ctx *mk_ctx_switch(mk_ctx *ctx);
@@ -433,8 +464,9 @@ static inline void mk_pool_put(mk_pool *pool, void *obj)
 /* ------------------------------------------------------------------------ */
 
 /**
- * Give back to the OS at once every page memkit holds empty, whatever the
- * purge delay.  Thread-safe.  Returns the number of bytes given back.
+ * Give back to the OS at once every page memkit holds empty and every
+ * mapping of a freed huge chunk it keeps for reuse, whatever the purge
+ * delay.  Thread-safe.  Returns the number of bytes given back.
  */
 MK_API size_t mk_trim(void);
 

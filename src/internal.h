@@ -230,6 +230,8 @@ void mki_stats_print_process(int fd);
 enum mki_option {
     MKI_OPT_PURGE_DELAY_MS = 0, /* -1 never, 0 at once, else delay */
     MKI_OPT_VALGRIND,           /* annotate for Memcheck when under it */
+    MKI_OPT_VERBOSE,            /* print the options at start */
+    MKI_OPT_STATS,              /* print the process figures at exit */
     MKI_OPT_COUNT
 };
 extern _Atomic long mki_options[MKI_OPT_COUNT];

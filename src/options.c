@@ -13,12 +13,19 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct option_def {
     const char *name; /* as given to mk_option_get/set */
     const char *env;  /* environment variable */
     long min, max;    /* the default is in mki_options below */
+    /* Words the environment variable may give instead of a number: the
+     * word at index i means i (NULL: numbers only). */
+    const char *const *words;
 } option_def;
+
+static const char *const stats_words[] = {"off", "text", NULL};
+static const char *const bool_words[] = {"off", "on", NULL};
 
 static const option_def defs[MKI_OPT_COUNT] = {
     /* How long a segment stays empty before it goes back to the OS:
@@ -28,16 +35,52 @@ static const option_def defs[MKI_OPT_COUNT] = {
     /* Under Valgrind, annotate chunks for Memcheck (1) or run the release
      * paths unannotated (0: e.g. to count instructions with callgrind).
      * Read when the first context is created. */
-    [MKI_OPT_VALGRIND] = {"valgrind", "MEMKIT_VALGRIND", 0, 1},
+    [MKI_OPT_VALGRIND] = {"valgrind", "MEMKIT_VALGRIND", 0, 1, bool_words},
+    /* Print the options in force on stderr when memkit starts. */
+    [MKI_OPT_VERBOSE] = {"verbose", "MEMKIT_VERBOSE", 0, 1, bool_words},
+    /* Print the process figures on stderr at exit (1 or "text"). */
+    [MKI_OPT_STATS] = {"stats", "MEMKIT_STATS", 0, 1, stats_words},
 };
 
 /* The defaults (docs/OPTIONS.md lists them too). */
 _Atomic long mki_options[MKI_OPT_COUNT] = {
     [MKI_OPT_PURGE_DELAY_MS] = 100,
     [MKI_OPT_VALGRIND] = 1,
+    [MKI_OPT_VERBOSE] = 0,
+    [MKI_OPT_STATS] = 0,
 };
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+/* The value of environment variable text @v for option @i, or -2 if it is
+ * not one (a number in range, or one of the option's words). */
+static long parse(int i, const char *v)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end != v && *end == '\0')
+        return x >= defs[i].min && x <= defs[i].max ? x : -2;
+    for (long w = 0; defs[i].words && defs[i].words[w]; w++)
+        if (strcmp(v, defs[i].words[w]) == 0)
+            return w;
+    return -2;
+}
+
+/* MEMKIT_VERBOSE: one line per option, written without allocating. */
+static void print_options(void)
+{
+    for (int i = 0; i < MKI_OPT_COUNT; i++) {
+        mki_line l = {.len = 0};
+        mki_line_str(&l, "memkit: option ");
+        mki_line_str(&l, defs[i].name);
+        mki_line_str(&l, " = ");
+        mki_line_num(&l, atomic_load(&mki_options[i]));
+        mki_line_str(&l, " (");
+        mki_line_str(&l, defs[i].env);
+        mki_line_str(&l, getenv(defs[i].env) ? " set)" : " not set)");
+        mki_line_write(&l, STDERR_FILENO);
+    }
+}
 
 static void read_environment(void)
 {
@@ -45,11 +88,21 @@ static void read_environment(void)
         const char *v = getenv(defs[i].env);
         if (!v || !*v)
             continue;
-        char *end;
-        long x = strtol(v, &end, 10);
-        if (*end == '\0' && x >= defs[i].min && x <= defs[i].max)
+        long x = parse(i, v);
+        if (x != -2) {
             atomic_store(&mki_options[i], x);
+            continue;
+        }
+        mki_line l = {.len = 0};
+        mki_line_str(&l, "memkit: ignoring ");
+        mki_line_str(&l, defs[i].env);
+        mki_line_str(&l, "=");
+        mki_line_str(&l, v);
+        mki_line_str(&l, " (not a value this option takes)");
+        mki_line_write(&l, STDERR_FILENO);
     }
+    if (atomic_load(&mki_options[MKI_OPT_VERBOSE]))
+        print_options();
 }
 
 void mki_options_init(void) { pthread_once(&env_once, read_environment); }

@@ -159,3 +159,12 @@ void mki_stats_print_process(int fd)
     figure(fd, "huge_cached_bytes", m.huge_cached);
     figure(fd, "meta_bytes", p.meta_bytes);
 }
+
+/* MEMKIT_STATS: the process figures on stderr when the program ends (a
+ * destructor: it runs after main returns and after exit's handlers, and
+ * prints without allocating). */
+__attribute__((destructor)) static void stats_at_exit(void)
+{
+    if (mki_option(MKI_OPT_STATS))
+        mki_stats_print_process(STDERR_FILENO);
+}
