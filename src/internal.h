@@ -41,6 +41,10 @@ uint32_t mki_segment_units_for(size_t bytes);
  * chunk of @size bytes aligned to @align, kind LARGE or HUGE, owned by
  * @ctx, `end` at the end of its usable bytes.  NULL on OOM. */
 mki_page *mki_segment_chunk_alloc(mk_ctx *ctx, size_t size, size_t align);
+/* Grow large page @pg in place to hold a chunk of @bytes (<= 1 MiB) from
+ * its start, taking the free units that follow it; 0, or -1 if they are
+ * not free (nothing changed).  Thread-safe. */
+int mki_segment_page_grow(mki_page *pg, size_t bytes);
 /* Give a page (and its descriptor) back.  Thread-safe. */
 void mki_segment_page_release(mki_page *pg);
 /* Count a huge mapping at @base as a segment memkit holds (@add 1) or no
@@ -134,6 +138,9 @@ void *mki_heap_alloc(size_t n);
 void *mki_heap_refill(mki_general *g, mki_page *pg, size_t n);
 /* The context malloc allocates from (created on first use), or NULL. */
 mk_ctx *mki_heap_malloc_ctx(void);
+/* Take in the chunks other threads freed into the heaps of exited threads
+ * (up to @max of them, -1: all) and delete those that hold nothing. */
+void mki_heap_sweep_orphans(int max);
 /* Context @c is being deleted: forget it if the calling thread has it as
  * its current context or heap. */
 void mki_heap_ctx_deleted(mk_ctx *c);

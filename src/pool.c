@@ -26,8 +26,7 @@
  * Trade-off: a thread that allocates from many thread-safe pools in turn
  * misses the one-entry cache each time (a mutex and a short walk); a slab
  * whose thread has exited keeps its objects (and pages) until the pool is
- * deleted, or until a new thread that reuses the dead thread's identity
- * adopts it.
+ * deleted (thread identities are never reused: os.h).
  */
 #include "ctx/slab.h"
 

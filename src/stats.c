@@ -1,6 +1,6 @@
 /*
  * stats.c - seeing memory: per-context figures (alone or as a subtree), the
- * indented tree report, process-wide counters, and mk_trim.
+ * indented tree report, process-wide counters.
  *
  * Figures are computed on demand by walking pages: nothing is counted on the
  * fast paths.  The cost is O(pages) per context, which is what a statistics
@@ -129,7 +129,6 @@ void mk_process_stats(mk_process_figures *out)
     out->meta_bytes = mki_meta_bytes();
 }
 
-size_t mk_trim(void) { return mki_huge_trim() + mki_segment_trim(); }
 
 /* One "name value" line of the process figures. */
 static void figure(int fd, const char *name, size_t v)

@@ -16,7 +16,8 @@
  * mk_free, in words:
  *   1. mask the pointer down to its segment and load the page descriptor
  *      from the segment's page map (indexed by the pointer's 1 KiB unit);
- *   2. compare the page's fast_tid with the thread pointer register; if
+ *   2. compare the page's fast_tid with the thread's identity (one
+ *      thread-local load, os.h); if
  *      they differ (another thread's context, a full or large page, a kind
  *      without free lists) take the slow path;
  *   3. push the chunk on the page's free list, subtract one from the live

@@ -409,6 +409,9 @@ static void *general_realloc(mki_page *pg, void *p, size_t size)
         mki_page_list_push(&g->large, np ? np : pg);
         return np ? np->start : NULL;
     }
+    if (pg->kind == MKI_PAGE_LARGE && size > old && size <= MKI_LARGE_MAX &&
+        g_fast(pg->ctx) && mki_segment_page_grow(pg, size) == 0)
+        return p; /* the units after it were free: grown in place */
     /* a chunk of an 8-aligned class cannot stay for a size that mk_alloc
      * would align to 16 */
     size_t align = (size <= 8 || (size > 16 && size <= 24)) ? 8 : 16;

@@ -12,7 +12,7 @@
  * the path has no NULL test.  An empty free list calls the refill.
  *
  * Free: the owner lookup (page.h) and one comparison of the page's fast_tid
- * with the thread pointer decide everything; a mismatch (another thread's
+ * with the thread's identity decide everything; a mismatch (another thread's
  * chunk, a full or large page, another kind, an instrumented context) goes
  * out of line.
  */
@@ -58,7 +58,7 @@ void mki_chunk_free_slow(mki_page *pg, void *p);
 MKI_INLINE void mki_chunk_free(void *p)
 {
     mki_page *pg = mki_page_of(p);
-    if (MKI_LIKELY(mki_page_tid(pg) == mki_tid())) {
+    if (MKI_LIKELY(mki_page_tid(pg) == mki_tid_now())) {
         *(void **)p = pg->free;
         pg->free = p;
         if (MKI_UNLIKELY(--pg->used == 0))

@@ -116,12 +116,13 @@ static int holds_anything(mk_ctx *h)
     return h->first_child != NULL || st.chunks != 0;
 }
 
-/* Take in the frees of up to @max orphans; delete those that emptied. */
-static void sweep_orphans(int max)
+/* Take in the frees of up to @max orphans (all: -1); delete those that
+ * emptied. */
+void mki_heap_sweep_orphans(int max)
 {
     mk_ctx *taken = NULL;
     pthread_mutex_lock(&heap_lock);
-    for (int i = 0; i < max && orphans; i++) {
+    for (int i = 0; (max < 0 || i < max) && orphans; i++) {
         mk_ctx *h = orphan_pop();
         h->next_sibling = taken;
         taken = h;
@@ -171,7 +172,7 @@ static void heap_exit(void *arg)
         tls_heap = NULL;
     tls_current = NULL;
     mki_tls_fast = &mki_heap_boot; /* a later malloc here makes a new heap */
-    sweep_orphans(SWEEP_AT_EXIT);
+    mki_heap_sweep_orphans(SWEEP_AT_EXIT);
     if (h)
         heap_release(h);
 }

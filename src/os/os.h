@@ -18,6 +18,7 @@
 #define MKI_OS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #pragma GCC visibility push(hidden)
 
@@ -78,6 +79,19 @@ int mki_os_commit(void *p, size_t size);
  * caller may decommit ranges it only partly counted).  Never fails.
  */
 void mki_os_decommit(void *p, size_t size, size_t account, int how);
+
+/*
+ * The calling thread's identity, unique over the whole life of the process
+ * (never reused by a later thread, nor by a thread a forked child starts on
+ * a stack its parent's threads used): what contexts and pages record as
+ * their owner.  mki_os_self is 1 until the thread first asks for its
+ * identity (1 is never an identity, nor is 0), so comparing it with a
+ * recorded owner needs no set-up; mki_os_self_assign gives the thread its
+ * identity and returns it.
+ */
+extern _Thread_local uintptr_t mki_os_self
+    __attribute__((tls_model("initial-exec")));
+uintptr_t mki_os_self_assign(void);
 
 /* Monotonic time in nanoseconds (purge delays). */
 unsigned long long mki_os_now_ns(void);

@@ -164,6 +164,16 @@ size_t mki_os_reserved(void) { return atomic_load(&reserved_bytes); }
 size_t mki_os_committed(void) { return atomic_load(&committed_bytes); }
 size_t mki_os_calls(void) { return atomic_load(&os_calls); }
 
+_Thread_local uintptr_t mki_os_self __attribute__((tls_model("initial-exec"))) = 1;
+static _Atomic uintptr_t next_self = 2;
+
+uintptr_t mki_os_self_assign(void)
+{
+    uintptr_t id = atomic_fetch_add_explicit(&next_self, 1, memory_order_relaxed);
+    mki_os_self = id;
+    return id;
+}
+
 unsigned long long mki_os_now_ns(void)
 {
     struct timespec ts;

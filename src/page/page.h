@@ -8,6 +8,7 @@
 #define MKI_PAGE_H
 
 #include "../check/annotate.h"
+#include "../os/os.h"
 #include "../types.h"
 
 #pragma GCC visibility push(hidden)
@@ -30,17 +31,18 @@ MKI_INLINE mki_page *mki_page_of(const void *p)
         ->map[((uintptr_t)p >> MKI_UNIT_SHIFT) & (MKI_UNITS - 1)];
 }
 
-/* An identity of the calling thread, unique among live threads: the thread
- * pointer (one register read on x86-64 and AArch64). */
+/* The calling thread's identity (os.h: unique for the life of the process,
+ * so a thread that reuses a dead thread's stack, or one a forked child
+ * starts, never passes for the owner of that thread's contexts). */
 MKI_INLINE uintptr_t mki_tid(void)
 {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__))
-    return (uintptr_t)__builtin_thread_pointer();
-#else
-    static _Thread_local char anchor;
-    return (uintptr_t)&anchor;
-#endif
+    uintptr_t id = mki_os_self;
+    return MKI_LIKELY(id != 1) ? id : mki_os_self_assign();
 }
+
+/* The same, possibly still 1 (no identity yet): good enough to compare with
+ * a recorded owner, which is never 1.  The fast free path uses it. */
+MKI_INLINE uintptr_t mki_tid_now(void) { return mki_os_self; }
 
 /* The thread whose frees may take the fast path (relaxed: any thread may
  * read it, only the owner writes it, and a reader only tests it against its

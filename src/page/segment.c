@@ -437,6 +437,41 @@ void mki_segment_page_release(mki_page *pg)
     mki_meta_free(pg, sizeof(mki_page));
 }
 
+int mki_segment_page_grow(mki_page *pg, size_t bytes)
+{
+    mki_segment *s = mki_segment_of(pg->start);
+    size_t body = (bytes + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
+    size_t need = (body + MKI_UNIT - 1) >> MKI_UNIT_SHIFT;
+    if (pg->unit + need > MKI_UNITS)
+        return -1;
+    uint32_t have = pg->units;
+    pthread_mutex_lock(&arena_lock);
+    for (size_t u = pg->unit + have; u < pg->unit + need; u++)
+        if (bit_get(s->used, (unsigned)u)) {
+            pthread_mutex_unlock(&arena_lock);
+            return -1;
+        }
+    /* the units past the old body may never have been committed */
+    if (commit_units(s, pg->unit, (unsigned)need) != 0) {
+        pthread_mutex_unlock(&arena_lock);
+        return -1;
+    }
+    if (need > have) {
+        list_remove(list_of(s), s);
+        bits_set(s->used, pg->unit + have, (unsigned)(need - have), 1);
+        s->free_units -= (uint32_t)(need - have);
+        COUNT(units_out, need - have);
+        for (size_t u = pg->unit + have; u < pg->unit + need; u++)
+            s->map[u] = pg;
+        list_push(list_of(s), s);
+        pg->units = (uint32_t)need;
+        pg->size = need * MKI_UNIT;
+    }
+    pthread_mutex_unlock(&arena_lock);
+    pg->end = pg->start + body;
+    return 0;
+}
+
 uint32_t mki_segment_units_for(size_t bytes)
 {
     size_t units = (bytes + MKI_UNIT - 1) >> MKI_UNIT_SHIFT;
