@@ -1,8 +1,10 @@
 #!/bin/sh
 # check_install.sh BUILD_DIR SOURCE_DIR - install memkit into a scratch
 # prefix, then build the quickstart example against it twice: with
-# pkg-config (memkit.pc) and with CMake's find_package(memkit).  Fails if
-# either consumer does not build or does not run.
+# pkg-config (memkit.pc) and with CMake's find_package(memkit); and a
+# program that must get memkit's malloc by linking libmemkit-malloc (pkg-config
+# memkit-malloc; memkit::malloc and memkit::malloc_static).  Fails if any
+# consumer does not build or does not run.
 set -eu
 build=$1
 src=$2
@@ -17,7 +19,10 @@ if command -v pkg-config >/dev/null 2>&1; then
   libdir=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --variable=libdir memkit)
   cc "$src/examples/quickstart.c" $flags -Wl,-rpath,"$libdir" -o "$tmp/qs_pc"
   "$tmp/qs_pc" >/dev/null
-  echo "pkg-config consumer: ok"
+  mflags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs memkit-malloc)
+  cc "$src/tests/install/uses_malloc.c" $mflags -Wl,-rpath,"$libdir" -o "$tmp/um_pc"
+  "$tmp/um_pc"
+  echo "pkg-config consumers (memkit, memkit-malloc): ok"
 else
   echo "pkg-config not installed: that half is skipped"
 fi
@@ -31,9 +36,15 @@ add_executable(qs_shared "$src/examples/quickstart.c")
 target_link_libraries(qs_shared PRIVATE memkit::memkit)
 add_executable(qs_check "$src/examples/quickstart.c")
 target_link_libraries(qs_check PRIVATE memkit::memkit-check_static)
+add_executable(um_shared "$src/tests/install/uses_malloc.c")
+target_link_libraries(um_shared PRIVATE memkit::malloc)
+add_executable(um_static "$src/tests/install/uses_malloc.c")
+target_link_libraries(um_static PRIVATE memkit::malloc_static)
 CMK
 cmake -S "$tmp/consumer" -B "$tmp/consumer/b" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/consumer/b" >/dev/null
 "$tmp/consumer/b/qs_shared" >/dev/null
 "$tmp/consumer/b/qs_check" >/dev/null
-echo "find_package consumer: ok"
+"$tmp/consumer/b/um_shared"
+"$tmp/consumer/b/um_static"
+echo "find_package consumers (memkit, memkit-check, malloc, malloc_static): ok"
