@@ -83,6 +83,7 @@ static mki_page *header_set(mki_segment *s, size_t total, size_t committed,
                             size_t off, size_t body)
 {
     char *chunk = (char *)s + off;
+    mki_mem_undefined(s, header_bytes(unit_of(chunk)));
     s->magic = MKI_SEG_MAGIC;
     s->kind = MKI_SEG_HUGE;
     s->size = total;
@@ -145,6 +146,9 @@ static void unmap_all(mki_segment **list, unsigned n)
  * counted committed: a segment of kind HUGE whose descriptor is FREE. */
 static void header_free(mki_segment *s, size_t size, size_t committed)
 {
+    /* a split tail's header lies in what was a chunk (poisoned, when
+     * instrumented) */
+    mki_mem_undefined(s, MKI_OS_PAGE);
     s->magic = MKI_SEG_MAGIC;
     s->kind = MKI_SEG_HUGE;
     s->size = size;
