@@ -24,7 +24,10 @@
  *  - realloc of a chunk owned by another, still running, thread's heap
  *    keeps the contents, small, large and huge: a resize that does not fit
  *    moves the chunk into the caller's heap; one that fits keeps it where
- *    it is; the other thread's heap ends with none of those chunks.
+ *    it is; the other thread's heap ends with none of those chunks;
+ *  - realloc of a BUMP chunk fails with ENOTSUP from its owner (the chunk
+ *    untouched), and from another thread fails the same way or keeps the
+ *    contents (known bug: it returns a new chunk with nothing copied).
  *
  * Fixed contents; under a second.
  */
@@ -410,6 +413,52 @@ static void test_realloc_other_threads_chunk(void)
     CHECK_EQ(other_left, 0u);
 }
 
+/* ---- realloc of a BUMP chunk, by its owner and by another thread ---------- */
+
+/*
+ * A BUMP chunk cannot be resized (mk_realloc: NULL, errno ENOTSUP); realloc
+ * from the owner thread says so and leaves the chunk alone.  From another
+ * thread it must do the same, or at least keep the contents: a chunk whose
+ * size memkit does not know (mk_usable_size 0) cannot be copied.
+ */
+static char *bump_chunk;
+static char *bump_other_result;
+static int bump_other_errno;
+
+static void *realloc_bump_elsewhere(void *arg)
+{
+    (void)arg;
+    errno = 0;
+    bump_other_result = realloc(bump_chunk, 200);
+    bump_other_errno = errno;
+    return NULL;
+}
+
+static void test_realloc_bump_chunk_other_thread(void)
+{
+    mk_ctx *b = mk_ctx_new(NULL, "bump", MK_BUMP, NULL);
+    REQUIRE_NOT_NULL(b);
+    bump_chunk = mk_alloc(b, 100);
+    REQUIRE_NOT_NULL(bump_chunk);
+    th_fill(bump_chunk, 100, 77);
+    errno = 0;
+    CHECK_NULL(realloc(bump_chunk, 200)); /* the owner */
+    CHECK_ERRNO(ENOTSUP);
+    CHECK_PATTERN(bump_chunk, 100, 77);
+
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, realloc_bump_elsewhere, NULL) == 0);
+    pthread_join(t, NULL);
+    CHECK_PATTERN(bump_chunk, 100, 77);
+    if (bump_other_result) { /* moved: then with its contents */
+        CHECK_PATTERN(bump_other_result, 100, 77);
+        free(bump_other_result);
+    } else {
+        CHECK_EQ(bump_other_errno, ENOTSUP);
+    }
+    mk_ctx_delete(b);
+}
+
 int main(void)
 {
     RUN(test_leak_capture);
@@ -418,5 +467,6 @@ int main(void)
     RUN(test_other_kinds_leave_malloc_on_heap);
     RUN(test_handover_from_exited_thread);
     RUN(test_realloc_other_threads_chunk);
+    RUN(test_realloc_bump_chunk_other_thread);
     return th_done();
 }
