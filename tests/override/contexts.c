@@ -413,7 +413,7 @@ static void test_realloc_other_threads_chunk(void)
     CHECK_EQ(other_left, 0u);
 }
 
-/* ---- realloc of a BUMP chunk, by its owner and by another thread ---------- */
+/* ---- realloc of a BUMP chunk, by its owner and by another thread ------ */
 
 /*
  * A BUMP chunk cannot be resized (mk_realloc: NULL, errno ENOTSUP); realloc
