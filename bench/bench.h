@@ -24,6 +24,11 @@ typedef struct bench_opts {
 /** W1: PostgreSQL's palloc test (w1_palloc.c). */
 void bench_w1(const bench_opts *o);
 
+/** W1's cells: the bytes a cell of @p n chunks of @p chunk bytes may need
+ *  at worst (its pointer array and glibc's footprint), to skip the cells
+ *  that would not fit in memory (w1_palloc.c). */
+size_t bench_w1_cell_need(size_t chunk, size_t n);
+
 /** W2: Godot's Variant pool test (w2_pool.c). */
 void bench_w2(const bench_opts *o);
 
@@ -32,6 +37,24 @@ void bench_rss(const bench_opts *o);
 
 /** W5: 10,000 contexts each holding ten 64-byte chunks (w5_contexts.c). */
 void bench_w5(const bench_opts *o);
+
+/* ---- the malloc drop-ins, a child process per figure (dropin.h) ---- */
+
+/** W1M: W1 free-oldest through malloc/free (w1m_malloc.c). */
+void bench_w1m(const bench_opts *o);
+
+/** W2M: W2 through malloc/free (w2m_malloc.c). */
+void bench_w2m(const bench_opts *o);
+
+/** W6: multi-threaded malloc: Larson server, producer/consumer, thread
+ *  churn, at 1, 2 and 4 threads (w6_threads.c). */
+void bench_w6(const bench_opts *o);
+
+/** W7: real programs (perl, python3) on each drop-in (w7_programs.c). */
+void bench_w7(const bench_opts *o);
+
+/** W8: large blocks, 64 KiB..32 MiB (w8_large.c). */
+void bench_w8(const bench_opts *o);
 
 /* ---- fresh processes for RSS figures (rss.c) ---- */
 struct bench_alloc;

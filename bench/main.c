@@ -3,15 +3,18 @@
  * runs the selected workloads and prints their tables, the targets and the
  * CSV files.
  *
- *   memkit-bench [--quick | --full] [--runs N] [--only W1,W2,W5,RSS]
- *                [--alloc mk-general,talloc,...] [--csv DIR]
+ *   memkit-bench [--quick | --full] [--runs N] [--only W1,W2,W5,RSS,W1M,...]
+ *                [--alloc mk-general,talloc,memkit,jemalloc,...] [--csv DIR]
  *
  * --quick (the default, `make bench`) runs the grid up to 64 MiB live with
  * 3 runs per figure and at least 2M timed allocations per W1 cell, in about
- * two minutes on a 2-core machine with every peer built in (without talloc,
- * APR and mimalloc, about a minute); --full (`make bench-full`) adds 256 MiB
- * and 1 GiB live, 7 runs and 10M allocations per cell, and takes far longer
- * (an hour or more; cells that would not fit in memory are skipped).
+ * five minutes on a 2-core machine with every peer installed: two and a
+ * half for the in-process workloads (W1, W2, W5, RSS; without talloc, APR
+ * and mimalloc about half that), two and a quarter for the drop-in ones
+ * (W1M, W2M, W6, W7, W8: a child process per figure under each malloc
+ * drop-in, dropin.h).  --full (`make bench-full`) adds 256 MiB and 1 GiB
+ * live, 7 runs and 10M allocations per cell, and takes far longer (an hour
+ * or more; cells that would not fit in memory are skipped).
  * The bench pins itself to one CPU, runs the workloads one after the other,
  * prints each workload's table as soon as it is done, then the targets.
  * Its exit status is 0 whatever the figures (2 for a usage or system error):
@@ -25,6 +28,7 @@
 
 #include "alloc_iface.h"
 #include "bench.h"
+#include "dropin.h"
 #include "measure.h"
 #include "report.h"
 #include "sys.h"
@@ -44,6 +48,11 @@ static const struct workload {
     {"W2", bench_w2, "Godot Variant pool test: 10M x 24/48-byte allocate, write, read, free"},
     {"W5", bench_w5, "10,000 contexts x ten 64-byte chunks: time and RSS"},
     {"RSS", bench_rss, "memory per chunk: RSS of 1,000,000 live 24- and 48-byte chunks"},
+    {"W1M", bench_w1m, "W1 free-oldest through malloc/free, under each malloc drop-in"},
+    {"W2M", bench_w2m, "W2 through malloc/free, under each malloc drop-in (LD_PRELOAD)"},
+    {"W6", bench_w6, "malloc under 1, 2, 4 threads: Larson server, producer/consumer, churn"},
+    {"W7", bench_w7, "real programs (perl, python3) on each drop-in: wall time, peak RSS"},
+    {"W8", bench_w8, "large blocks 64 KiB..32 MiB through malloc: time, peak RSS"},
 };
 #define NWORKLOAD (int)(sizeof workloads / sizeof workloads[0])
 
@@ -76,11 +85,15 @@ static void usage(FILE *out)
             BENCH_MAX_RUNS);
     for (int i = 0; i < NWORKLOAD; i++)
         fprintf(out, "%s%s", i ? "," : " ", workloads[i].name);
-    fprintf(out, "\n  --alloc LIST measure only these allocators, comma-separated (%s is\n"
-                 "               always measured: it is the baseline):",
-            bench_alloc_get(BA_BASELINE)->name);
+    fprintf(out, "\n  --alloc LIST measure only these allocators, comma-separated (%s and\n"
+                 "               %s are always measured: they are the baselines):\n"
+                 "               in-process:",
+            bench_col_name(BA_BASELINE), bench_col_name(BD_COL(BD_BASELINE)));
     for (int i = 0; i < BA_COUNT; i++)
-        fprintf(out, "%s%s", i ? "," : " ", bench_alloc_get(i)->name);
+        fprintf(out, "%s%s", i ? "," : " ", bench_col_name(i));
+    fprintf(out, "\n               drop-ins (W1M W2M W6 W7 W8):");
+    for (int d = 0; d < BD_COUNT; d++)
+        fprintf(out, "%s%s", d ? "," : " ", bench_col_name(BD_COL(d)));
     fprintf(out, "\n  --csv DIR    write the CSV files to DIR (default %s)\n",
             MEMKIT_BENCH_RESULTS_DIR);
     for (int i = 0; i < NWORKLOAD; i++)
@@ -105,16 +118,18 @@ static int parse_only(const char *list, int *sel)
     return 0;
 }
 
-/* Keep only the allocators named in @list (and the baseline); 0 on success. */
+/* Keep only the allocators and drop-ins named in @list (and the
+ * baselines); 0 on success.  A name names every column that has it:
+ * "mimalloc" is both the heap API in-process and the drop-in. */
 static int parse_alloc(const char *list)
 {
-    int keep[BA_COUNT] = {0};
+    int keep[BENCH_NCOLS] = {0};
     char buf[256];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
         int found = 0;
-        for (int i = 0; i < BA_COUNT; i++)
-            if (strcasecmp(w, bench_alloc_get(i)->name) == 0)
+        for (int i = 0; i < BENCH_NCOLS; i++)
+            if (strcasecmp(w, bench_col_name(i)) == 0)
                 keep[i] = found = 1;
         if (!found) {
             fprintf(stderr, "memkit-bench: unknown allocator '%s' (see --help)\n", w);
@@ -124,6 +139,9 @@ static int parse_alloc(const char *list)
     for (int i = 0; i < BA_COUNT; i++)
         if (!keep[i] && i != BA_BASELINE)
             bench_alloc_leave_out(i, "not in --alloc");
+    for (int d = 0; d < BD_COUNT; d++)
+        if (!keep[BD_COL(d)] && d != BD_BASELINE)
+            bench_dropin_leave_out(d, "not in --alloc");
     return 0;
 }
 
@@ -202,11 +220,16 @@ int main(int argc, char **argv)
     if (*missing)
         printf("%-11s not built in (not found by CMake, or -DMEMKIT_BENCH_PEERS=OFF): %s\n", "",
                missing);
+    bench_dropin_describe(stdout);
     printf("method:     every figure is the median of %d runs; the allocators alternate "
            "run by run\n            (each runs once, in the order above, then again); "
            "every ratio is %s / X\n            from the same runs: > 1 means X is faster "
-           "(or smaller) than %s\n",
-           o.runs, bench_alloc_get(BA_BASELINE)->name, bench_alloc_get(BA_BASELINE)->name);
+           "(or smaller) than %s;\n            the drop-ins (a child process per figure) "
+           "against %s: times %s / X,\n            throughput and peak RSS X / %s "
+           "(each table says which)\n",
+           o.runs, bench_col_name(BA_BASELINE), bench_col_name(BA_BASELINE),
+           bench_col_name(BD_COL(BD_BASELINE)), bench_col_name(BD_COL(BD_BASELINE)),
+           bench_col_name(BD_COL(BD_BASELINE)));
     fflush(stdout);
 
     uint64_t t0 = bench_now_ns();

@@ -3,8 +3,9 @@
  * progress line on stderr (see report.h for the model: sections, rows,
  * figures, ratios baseline / allocator).
  *
- * Tables list one row per cell: the median of each allocator, the ratio
- * malloc / X for each other allocator, and the spread (the largest
+ * Tables list one row per cell: the median of each allocator, its ratio to
+ * the section's baseline (malloc / X, or X / glibc for throughput and the
+ * drop-ins' RSS: the table says which), and the spread (the largest
  * (max - min) / median over the allocators of the row, in percent) so that a
  * reader can tell a real difference from noise.  Sections whose cells form a
  * chunk-size x live-memory grid (W1) also get the ratios as a matrix.
@@ -40,6 +41,15 @@ void report_set_meta(const char *mode, const char *date)
 int report_section(const char *workload, const char *name, const char *unit,
                    size_t items, const char *about)
 {
+    int sec = report_section_vs(workload, name, unit, BA_BASELINE, REPORT_BASE_OVER_X, 0, about);
+    sections[sec].items = items;
+    return sec;
+}
+
+int report_section_vs(const char *workload, const char *name, const char *unit,
+                      int baseline, enum report_ratio_kind ratio, unsigned tags,
+                      const char *about)
+{
     if (nsections == MAX_SECTIONS) {
         fprintf(stderr, "memkit-bench: too many sections (raise MAX_SECTIONS)\n");
         exit(2);
@@ -49,8 +59,11 @@ int report_section(const char *workload, const char *name, const char *unit,
     snprintf(s->name, sizeof s->name, "%s", name);
     snprintf(s->unit, sizeof s->unit, "%s", unit);
     snprintf(s->about, sizeof s->about, "%s", about ? about : "");
-    s->items = items;
+    s->items = 0;
     s->footer[0] = '\0';
+    s->baseline = baseline;
+    s->ratio = ratio;
+    s->tags = tags;
     return nsections++;
 }
 
@@ -101,20 +114,36 @@ void report_footer(int sec, const char *fmt, ...)
     s->footer[len + 1] = '\0';
 }
 
-void report_set(bench_row *row, int alloc, double *samples, int n)
+void report_set(bench_row *row, int col, double *samples, int n)
 {
-    bench_fig *f = &row->fig[alloc];
+    bench_fig *f = &row->fig[col];
     bench_minmax(samples, n, &f->min, &f->max);
     f->median = bench_median(samples, n);
     f->runs = n;
 }
 
-double report_ratio(const bench_row *row, int alloc)
+double report_ratio_vs(const bench_row *row, int base, int col)
 {
-    const bench_fig *b = &row->fig[BA_BASELINE], *x = &row->fig[alloc];
-    if (!b->runs || !x->runs || x->median <= 0)
+    const bench_fig *b = &row->fig[base], *x = &row->fig[col];
+    if (!b->runs || !x->runs || x->median <= 0 || b->median <= 0)
         return 0;
-    return b->median / x->median;
+    return sections[row->section].ratio == REPORT_BASE_OVER_X ? b->median / x->median
+                                                               : x->median / b->median;
+}
+
+double report_ratio(const bench_row *row, int col)
+{
+    return report_ratio_vs(row, sections[row->section].baseline, col);
+}
+
+const char *report_ratio_text(int sec, int col, char *buf, size_t len)
+{
+    const char *base = bench_col_name(sections[sec].baseline), *x = bench_col_name(col);
+    if (sections[sec].ratio == REPORT_BASE_OVER_X)
+        snprintf(buf, len, "%s/%s", base, x);
+    else
+        snprintf(buf, len, "%s/%s", x, base);
+    return buf;
 }
 
 size_t report_nrows(void) { return nrows; }
@@ -145,7 +174,7 @@ static void put_value(FILE *out, double v, int width)
 static int present(int sec, int *ids)
 {
     int n = 0;
-    for (int a = 0; a < BA_COUNT; a++) {
+    for (int a = 0; a < BENCH_NCOLS; a++) {
         for (size_t i = 0; i < nrows; i++) {
             if (rows[i].section == sec && rows[i].fig[a].runs) {
                 ids[n++] = a;
@@ -198,9 +227,9 @@ static void print_matrix(FILE *out, int sec, int alloc)
     int nc = distinct(sec, 0, chunks, 32), nl = distinct(sec, 1, lives, 32);
     if (nc < 2 || nl < 2)
         return;
-    char b[32];
-    fprintf(out, "\n  ratio %s/%s by chunk size (rows) and live memory (columns):\n",
-            bench_alloc_get(BA_BASELINE)->name, bench_alloc_get(alloc)->name);
+    char b[32], rt[64];
+    fprintf(out, "\n  ratio %s by chunk size (rows) and live memory (columns):\n",
+            report_ratio_text(sec, alloc, rt, sizeof rt));
     fprintf(out, "  %-8s", "");
     for (int l = 0; l < nl; l++)
         fprintf(out, " %8s", report_size(lives[l], b, sizeof b));
@@ -260,8 +289,7 @@ static void print_flat(FILE *out, int sec, const int *ids, int n, const int *oth
 {
     fprintf(out, "  %-16s", "cell");
     for (int k = 0; k < n; k++)
-        fprintf(out, " %*s", col_width(bench_alloc_get(ids[k])->name, 8),
-                bench_alloc_get(ids[k])->name);
+        fprintf(out, " %*s", col_width(bench_col_name(ids[k]), 8), bench_col_name(ids[k]));
     if (nothers == 1)
         fprintf(out, " %8s", "ratio");
     fprintf(out, " %6s\n", "spread");
@@ -275,7 +303,7 @@ static void print_flat(FILE *out, int sec, const int *ids, int n, const int *oth
         double spread = 0;
         for (int k = 0; k < n; k++) {
             const bench_fig *f = &r->fig[ids[k]];
-            int w = col_width(bench_alloc_get(ids[k])->name, 8);
+            int w = col_width(bench_col_name(ids[k]), 8);
             if (!f->runs) {
                 fprintf(out, " %*s", w, "-");
                 continue;
@@ -322,7 +350,7 @@ static void print_transposed(FILE *out, int sec, const int *ids, int n)
     fprintf(out, " %6s\n", "spread");
     for (int k = 0; k < n; k++) {
         int a = ids[k];
-        fprintf(out, "  %-11s", bench_alloc_get(a)->name);
+        fprintf(out, "  %-11s", bench_col_name(a));
         double spread = 0;
         for (int c = 0; c < nc; c++) {
             const bench_fig *f = &cells[c]->fig[a];
@@ -330,7 +358,7 @@ static void print_transposed(FILE *out, int sec, const int *ids, int n)
             if (f->runs) {
                 snprintf(v, sizeof v, f->median < 100 ? "%.2f" : "%.1f", f->median);
                 double ratio = report_ratio(cells[c], a);
-                if (a != BA_BASELINE && ratio > 0)
+                if (a != sections[sec].baseline && ratio > 0)
                     snprintf(x, sizeof x, "%.2fx", ratio);
                 if (f->median > 0 && (f->max - f->min) / f->median > spread)
                     spread = (f->max - f->min) / f->median;
@@ -347,10 +375,10 @@ static void print_transposed(FILE *out, int sec, const int *ids, int n)
 static void print_section(FILE *out, int sec)
 {
     const bench_section *s = &sections[sec];
-    int ids[BA_COUNT], others[BA_COUNT];
+    int ids[BENCH_NCOLS], others[BENCH_NCOLS];
     int n = present(sec, ids), nothers = 0;
     for (int k = 0; k < n; k++)
-        if (ids[k] != BA_BASELINE)
+        if (ids[k] != s->baseline)
             others[nothers++] = ids[k];
 
     fprintf(out, "\n== %s %s: %s ==\n", s->workload, s->name, s->unit);
@@ -358,8 +386,16 @@ static void print_section(FILE *out, int sec)
     if (is_grid(sec)) {
         print_flat(out, sec, ids, n, others, nothers);
     } else {
-        fprintf(out, "  (each cell: median, then %s / allocator; > 1: better than %s)\n",
-                bench_alloc_get(BA_BASELINE)->name, bench_alloc_get(BA_BASELINE)->name);
+        const char *base = bench_col_name(s->baseline);
+        if (s->ratio == REPORT_BASE_OVER_X)
+            fprintf(out, "  (each cell: median, then %s / allocator; > 1: better than %s)\n",
+                    base, base);
+        else if (s->ratio == REPORT_X_OVER_BASE_MORE)
+            fprintf(out, "  (each cell: median, then allocator / %s; > 1: more than %s, "
+                         "better)\n", base, base);
+        else
+            fprintf(out, "  (each cell: median, then allocator / %s; < 1: less than %s, "
+                         "better)\n", base, base);
         print_transposed(out, sec, ids, n);
     }
     if (s->footer[0])
@@ -426,24 +462,28 @@ static int write_workload(const char *dir, const char *workload)
     FILE *f = report_csv_open(dir, name);
     if (!f)
         return -1;
+    int base = BA_BASELINE; /* the same in every section of a workload */
+    for (int sec = 0; sec < nsections; sec++)
+        if (strcmp(sections[sec].workload, workload) == 0)
+            base = sections[sec].baseline;
     fprintf(f, "mode,date,workload,section,cell,chunk_bytes,live_bytes,ops_per_run,"
-               "allocator,unit,median,min,max,runs,ratio_vs_%s,note\n",
-            bench_alloc_get(BA_BASELINE)->name);
+               "allocator,unit,median,min,max,runs,ratio_vs_%s,note,ratio_is\n",
+            bench_col_name(base));
     for (size_t i = 0; i < nrows; i++) {
         const bench_row *r = &rows[i];
         const bench_section *s = &sections[r->section];
         if (strcmp(s->workload, workload) != 0)
             continue;
-        for (int a = 0; a < BA_COUNT; a++) {
+        for (int a = 0; a < BENCH_NCOLS; a++) {
             const bench_fig *fg = &r->fig[a];
-            if (!fg->runs && !(a == 0 && r->note[0]))
+            if (!fg->runs && !(a == s->baseline && r->note[0]))
                 continue; /* a cell with no figure at all still gets a line */
             fprintf(f, "%s,", meta_mode);
             csv_text(f, meta_date);
             fprintf(f, ",%s,%s,", s->workload, s->name);
             csv_text(f, r->cell);
             fprintf(f, ",%zu,%zu,%llu,%s,%s,", r->chunk, r->live,
-                    (unsigned long long)r->ops, bench_alloc_get(a)->name, s->unit);
+                    (unsigned long long)r->ops, bench_col_name(a), s->unit);
             if (fg->runs)
                 fprintf(f, "%.4f,%.4f,%.4f,%d,", fg->median, fg->min, fg->max, fg->runs);
             else
@@ -454,7 +494,8 @@ static int write_workload(const char *dir, const char *workload)
             else
                 fprintf(f, ",");
             csv_text(f, r->note);
-            fprintf(f, "\n");
+            char rt[64];
+            fprintf(f, ",%s\n", report_ratio_text(r->section, a, rt, sizeof rt));
         }
     }
     int bad = ferror(f);

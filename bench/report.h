@@ -4,11 +4,18 @@
  *
  * Results are organised as sections (one measured quantity of one workload,
  * e.g. "W1 free-oldest, ns per allocation") holding rows (one cell, e.g.
- * "64B x 4MiB"), each row holding one figure per allocator: the median,
- * minimum and maximum of its runs.  The ratio shown for allocator X is
- * baseline / X (baseline = the system malloc): for times and for memory
- * alike, > 1 means X is better.  Workloads only record; targets.c reads the
- * rows back to judge the issue's targets.
+ * "64B x 4MiB"), each row holding one figure per column (an in-process
+ * allocator or a malloc drop-in, dropin.h): the median, minimum and maximum
+ * of its runs.  Each section names its baseline column (the
+ * system malloc: `malloc` in-process, `glibc` for the drop-ins) and how
+ * its ratio is formed:
+ *   REPORT_BASE_OVER_X  baseline / X, for times and (in-process) memory:
+ *                       > 1 means X is better (the in-process sections);
+ *   REPORT_X_OVER_BASE_MORE  X / baseline, for throughput: > 1 is better;
+ *   REPORT_X_OVER_BASE_LESS  X / baseline, for the drop-ins' peak RSS:
+ *                       < 1 means X uses less memory.
+ * Workloads only record; targets.c reads the rows back to judge the
+ * issues' targets.
  */
 #ifndef BENCH_REPORT_H
 #define BENCH_REPORT_H
@@ -18,6 +25,14 @@
 #include <stdio.h>
 
 #include "alloc_iface.h"
+#include "dropin.h"
+
+enum report_ratio_kind { REPORT_BASE_OVER_X, REPORT_X_OVER_BASE_MORE, REPORT_X_OVER_BASE_LESS };
+
+/* Section tags, for targets that judge several workloads at once. */
+#define REPORT_DROPIN 0x1u /* a drop-in workload (a child per figure) */
+#define REPORT_SPEED 0x2u  /* a time or a throughput */
+#define REPORT_MEMORY 0x4u /* a resident-memory figure */
 
 typedef struct bench_fig {
     double median, min, max;
@@ -28,11 +43,14 @@ typedef struct bench_section {
     const char *workload; /* "W1", "W2", "RSS": also the CSV file name */
     char name[32];        /* "free-oldest" */
     char unit[24];        /* "ns/alloc", "MB" */
-    char about[256];      /* one line printed under the title */
+    char about[512];      /* printed under the title, word-wrapped */
     size_t items;         /* > 0: the figures are for this many items (RSS:
                              chunks); informational, not printed */
     char footer[1024];    /* lines printed under the table ('\n' between),
                              e.g. a figure derived from the rows */
+    int baseline;         /* the column every ratio is against */
+    enum report_ratio_kind ratio;
+    unsigned tags;        /* REPORT_* */
 } bench_section;
 
 typedef struct bench_row {
@@ -41,16 +59,23 @@ typedef struct bench_row {
     size_t chunk;   /* chunk size in bytes (0: not applicable) */
     size_t live;    /* live bytes (0: not applicable) */
     uint64_t ops;   /* operations per run */
-    bench_fig fig[BA_COUNT];
+    bench_fig fig[BENCH_NCOLS]; /* by column: allocators, then drop-ins */
     char note[160]; /* why a cell has no figures, or a warning */
 } bench_row;
 
 /** Where the report stamps its CSV rows ("quick"/"full", the date). */
 void report_set_meta(const char *mode, const char *date);
 
-/** Open a new section; returns its index. */
+/** Open a new section against the in-process baseline (malloc, ratio
+ *  baseline / X); returns its index. */
 int report_section(const char *workload, const char *name, const char *unit,
                    size_t items, const char *about);
+
+/** Open a new section with baseline column @p baseline, ratio @p ratio and
+ *  tags @p tags (REPORT_*); returns its index. */
+int report_section_vs(const char *workload, const char *name, const char *unit,
+                      int baseline, enum report_ratio_kind ratio, unsigned tags,
+                      const char *about);
 
 /** Add a row to section @p sec; the pointer stays valid for the whole run. */
 bench_row *report_row(int sec, const char *cell, size_t chunk, size_t live,
@@ -62,11 +87,21 @@ void report_note(bench_row *row, const char *fmt, ...) __attribute__((format(pri
 /** Append a line to section @p sec's footer. */
 void report_footer(int sec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/** Record the @p n samples of allocator @p alloc (sorted in place). */
-void report_set(bench_row *row, int alloc, double *samples, int n);
+/** Record the @p n samples of column @p col (sorted in place). */
+void report_set(bench_row *row, int col, double *samples, int n);
 
-/** baseline / @p alloc for @p row, or 0 if either was not measured. */
-double report_ratio(const bench_row *row, int alloc);
+/** The ratio of column @p col to the section's baseline, formed as the
+ *  section says (baseline / X or X / baseline), or 0 if either was not
+ *  measured. */
+double report_ratio(const bench_row *row, int col);
+
+/** The same ratio with column @p base in the place of the baseline (a
+ *  target "faster than mimalloc"). */
+double report_ratio_vs(const bench_row *row, int base, int col);
+
+/** "malloc / X", "X / glibc": how section @p sec's ratios are formed, for
+ *  column @p col (into @p buf). */
+const char *report_ratio_text(int sec, int col, char *buf, size_t len);
 
 size_t report_nrows(void);
 const bench_row *report_get_row(size_t i);

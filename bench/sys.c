@@ -133,15 +133,25 @@ void bench_sys_date(char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%d %H:%M:%S %Z", &tm);
 }
 
+static cpu_set_t unpinned; /* the CPU set before bench_sys_pin */
+static int have_unpinned;
+
 int bench_sys_pin(void)
 {
     int cpu = sched_getcpu();
     if (cpu < 0)
         return -1;
+    have_unpinned = sched_getaffinity(0, sizeof unpinned, &unpinned) == 0;
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     return sched_setaffinity(0, sizeof set, &set) == 0 ? cpu : -1;
+}
+
+void bench_sys_unpin(void)
+{
+    if (have_unpinned)
+        sched_setaffinity(0, sizeof unpinned, &unpinned);
 }
 
 void *bench_buf_new(size_t bytes)

@@ -35,6 +35,11 @@ size_t bench_sys_rss(void);
  *  @return the CPU, or -1 if that was not possible. */
 int bench_sys_pin(void);
 
+/** Give the calling process back the CPUs it had before bench_sys_pin()
+ *  (a child about to exec a multi-threaded workload); async-signal-safe,
+ *  for use between fork and exec. */
+void bench_sys_unpin(void);
+
 /** @p bytes of zeroed, pre-faulted memory outside every allocator under
  *  test; exits with a message if the OS refuses. */
 void *bench_buf_new(size_t bytes);

@@ -171,7 +171,7 @@ static const struct pattern {
 
 /* Bytes a cell may need at worst: the pointer array plus glibc's footprint
  * (a chunk of at least 32 bytes, 8 of header, rounded to 16) with slack. */
-static size_t cell_need(size_t chunk, size_t n)
+size_t bench_w1_cell_need(size_t chunk, size_t n)
 {
     size_t per = (chunk + 8 + 15) / 16 * 16;
     if (per < 32)
@@ -207,7 +207,7 @@ void bench_w1(const bench_opts *o)
                     allocs = job.ops;
                 }
                 bench_row *row = report_row(sec, name, chunk, live, allocs);
-                size_t need = cell_need(chunk, n), avail = bench_sys_mem_available();
+                size_t need = bench_w1_cell_need(chunk, n), avail = bench_sys_mem_available();
                 if (avail && need > avail / 10 * 8) {
                     snprintf(row->note, sizeof row->note,
                              "skipped: needs ~%.1f GiB, %.1f GiB available",
