@@ -51,9 +51,15 @@ void mki_segment_page_release(mki_page *pg);
  * longer holds (0); the checking build records it in its registry.  0, or
  * -1 when the registry cannot record it.  Thread-safe. */
 int mki_segment_register(void *base, int add);
-/* Purge every empty page and segment now; returns bytes decommitted or
- * released.  Thread-safe. */
-size_t mki_segment_trim(void);
+/* One purge pass (purge.c decides when): decommit, with @how
+ * (MKI_OS_DONTNEED / MKI_OS_FREE), the OS pages of free units that were
+ * free at the previous pass too (@force: every free unit), and give back
+ * segments empty for @delay_ns (@force: all): unmapped with @unmap_empty,
+ * else decommitted and kept for reuse (a few).  Sets *@pending if free
+ * memory remains for a later pass.  Returns the bytes purged.  Thread-safe;
+ * one pass at a time (purge.c). */
+size_t mki_segment_purge(int force, int how, int unmap_empty,
+                         unsigned long long delay_ns, int *pending);
 size_t mki_segment_count(void);
 /* Process figures in the terms of mallinfo2 (see mki_malloc_figures). */
 typedef struct mki_malloc_figures {
@@ -81,8 +87,12 @@ void mki_huge_release(mki_page *pg);
  * moving its mapping (no copy).  Returns its descriptor (it moves with the
  * mapping: unlink it from lists first), or NULL (errno ENOMEM; untouched). */
 mki_page *mki_huge_resize(mki_page *pg, size_t size);
-/* Give every cached mapping back now; returns the bytes. */
-size_t mki_huge_trim(void);
+/* One purge pass over the cache (purge.c decides when): mappings cached
+ * for @delay_ns (@force: all) are unmapped (@unmap_due), or keep their
+ * address space and give their pages back.  Sets *@pending if a cached
+ * mapping will be due later.  Returns the bytes purged. */
+size_t mki_huge_purge(int force, int unmap_due, unsigned long long delay_ns,
+                      int *pending);
 void mki_huge_figures(size_t *count, size_t *live_bytes, size_t *cache_bytes);
 void mki_huge_fork(int phase); /* as mki_meta_fork */
 
@@ -221,6 +231,30 @@ void mki_instr_walk_page(mki_page *pg, void *walk);
  * NULL.  Only called when MK_CONFIG_CHECK. */
 mki_page *mki_check_pointer(const void *p);
 
+/* ---- purge.c: when memory goes back ---------------------------------------- */
+enum mki_purge_mode {
+    MKI_PURGE_OFF = 0,
+    MKI_PURGE_DONTNEED = 1,
+    MKI_PURGE_FREE = 2,
+    MKI_PURGE_UNMAP = 3
+};
+/* Something became free (a page, a segment, a cached huge mapping):
+ * schedule a pass, or (delay 0) purge at once.  Call it with no lock held. */
+void mki_purge_note(void);
+/* The background thread starts at a safe point (see purge.c): the
+ * allocation slow paths call this first, before they touch anything. */
+void mki_purge_safe_point_slow(void);
+extern _Atomic int mki_purge_want;
+MKI_INLINE void mki_purge_safe_point(void)
+{
+    if (MKI_UNLIKELY(atomic_load_explicit(&mki_purge_want, memory_order_relaxed)))
+        mki_purge_safe_point_slow();
+}
+void mki_purge_fork(int phase); /* as mki_meta_fork */
+/* mk_option_set changed the purge mode or delay: wake the thread. */
+void mki_purge_options_changed(void);
+void mki_purge_figures(size_t *bytes, size_t *passes);
+
 /* ---- stats.c --------------------------------------------------------------- */
 /* mk_ctx_stats, except that with @owned_only the chunks other threads freed
  * are taken in only for the contexts the calling thread owns (typed pools:
@@ -236,6 +270,8 @@ void mki_stats_print_process(int fd);
 /* ---- options.c ----------------------------------------------------------- */
 enum mki_option {
     MKI_OPT_PURGE_DELAY_MS = 0, /* -1 never, 0 at once, else delay */
+    MKI_OPT_PURGE,              /* enum mki_purge_mode */
+    MKI_OPT_PURGE_THREAD,       /* passes on a background thread */
     MKI_OPT_VALGRIND,           /* annotate for Memcheck when under it */
     MKI_OPT_VERBOSE,            /* print the options at start */
     MKI_OPT_STATS,              /* print the process figures at exit */

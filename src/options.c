@@ -25,6 +25,8 @@ typedef struct option_def {
 } option_def;
 
 static const char *const stats_words[] = {"off", "text", NULL};
+static const char *const purge_words[] = {"off", "dontneed", "free", "unmap",
+                                          NULL};
 static const char *const bool_words[] = {"off", "on", NULL};
 
 static const option_def defs[MKI_OPT_COUNT] = {
@@ -35,6 +37,13 @@ static const option_def defs[MKI_OPT_COUNT] = {
     /* Under Valgrind, annotate chunks for Memcheck (1) or run the release
      * paths unannotated (0: e.g. to count instructions with callgrind).
      * Read when the first context is created. */
+    /* How free memory goes back to the OS (purge.c): off, dontneed, free,
+     * unmap (0..3). */
+    [MKI_OPT_PURGE] = {"purge", "MEMKIT_PURGE", 0, 3, purge_words},
+    /* Purge passes on a background thread (a quiet program's memory goes
+     * back too); 0: on the slow paths only. */
+    [MKI_OPT_PURGE_THREAD] = {"purge_thread", "MEMKIT_PURGE_THREAD", 0, 1,
+                              bool_words},
     [MKI_OPT_VALGRIND] = {"valgrind", "MEMKIT_VALGRIND", 0, 1, bool_words},
     /* Print the options in force on stderr when memkit starts. */
     [MKI_OPT_VERBOSE] = {"verbose", "MEMKIT_VERBOSE", 0, 1, bool_words},
@@ -45,6 +54,8 @@ static const option_def defs[MKI_OPT_COUNT] = {
 /* The defaults (docs/OPTIONS.md lists them too). */
 _Atomic long mki_options[MKI_OPT_COUNT] = {
     [MKI_OPT_PURGE_DELAY_MS] = 100,
+    [MKI_OPT_PURGE] = MKI_PURGE_DONTNEED,
+    [MKI_OPT_PURGE_THREAD] = 1,
     [MKI_OPT_VALGRIND] = 1,
     [MKI_OPT_VERBOSE] = 0,
     [MKI_OPT_STATS] = 0,
@@ -135,5 +146,7 @@ int mk_option_set(const char *name, long value)
         return -1;
     }
     atomic_store(&mki_options[i], value);
+    if (i == MKI_OPT_PURGE || i == MKI_OPT_PURGE_DELAY_MS)
+        mki_purge_options_changed();
     return 0;
 }

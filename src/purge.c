@@ -1,17 +1,259 @@
 /*
- * purge.c - *when* memory goes back to the OS (os/ knows *how*): today the
- * explicit mk_trim(); the delayed, switchable policy grows here.
+ * purge.c - *when* memory goes back to the OS (os/ knows *how*, segment.c
+ * and huge.c know *what*): the purge policy, its background thread, and
+ * mk_trim.
  *
- * mk_trim gives back everything memkit holds free, in order: heaps of
- * exited threads that emptied (their chunks were freed by other threads
- * after the exit, so no thread event swept them), then the mappings of
- * freed huge chunks kept for reuse, then empty segments and the free OS
- * pages inside partly used ones.
+ * Policy (options `purge`, `purge_delay_ms`): free memory is given back
+ * once it has stayed free for the delay, in passes, never one system call
+ * per free: a pass decommits the OS pages of units that were already free
+ * at the previous pass, gives back segments empty for the delay and
+ * mappings of huge chunks cached for the delay.  Modes: off (nothing, but
+ * mk_trim), dontneed (madvise MADV_DONTNEED: resident memory falls at once;
+ * address space of empty segments and huge mappings is kept, a few, for
+ * reuse), free (MADV_FREE: the kernel takes the pages when it needs them,
+ * cheaper, but resident memory falls only then), unmap (as dontneed, and
+ * empty segments and cached huge mappings give their address space back).
+ * A delay of 0 purges at once, on the free that made the memory free.
+ *
+ * When: the first time something becomes free, a pass is scheduled for
+ * `delay` later; a pass that leaves free memory behind schedules the next.
+ * Passes run on a background thread, so that a program that goes quiet
+ * after its peak (no allocation, no free) still gets its memory back.  The
+ * thread is started only once the process has taken PURGE_THREAD_AT from
+ * the OS (a program that never grows that far never gets one) and only at
+ * a safe point: creating a thread allocates (glibc's thread set-up calls
+ * malloc, which may be memkit's), so it is started from the allocation slow
+ * path, before it touches anything (mki_purge_safe_point), never from a
+ * free or under a lock.  It blocks every signal (a program's handler must
+ * not run on it), sleeps on a condition variable when nothing is due, and
+ * is started again in a forked child that needs it.  Without it (option
+ * purge_thread 0, or pthread_create failing) passes run on the slow paths
+ * that free pages, once due.
  */
 #include "internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#define PURGE_THREAD_AT ((size_t)16 << 20) /* reserved bytes */
+#define NS_PER_MS 1000000ull
+
+static pthread_mutex_t purge_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t purge_cond;
+static pthread_once_t cond_once = PTHREAD_ONCE_INIT;
+static _Atomic int scheduled;        /* a pass is due `delay` after sched_ns */
+static unsigned long long sched_ns;
+static _Atomic int thread_state;     /* 0 none, 1 starting, 2 running */
+static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER; /* one pass */
+static _Atomic size_t purged_bytes, passes;
+
+static void cond_init(void)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&purge_cond, &a);
+    pthread_condattr_destroy(&a);
+}
+
+static unsigned long long delay_ns(void)
+{
+    long d = mki_option(MKI_OPT_PURGE_DELAY_MS);
+    return d <= 0 ? 0 : (unsigned long long)d * NS_PER_MS;
+}
+
+/* One pass; returns 1 if free memory is left for a later pass. */
+static int run_pass(int force, size_t *bytes)
+{
+    long mode = mki_option(MKI_OPT_PURGE);
+    int how = mode == MKI_PURGE_FREE && !force ? MKI_OS_FREE : MKI_OS_DONTNEED;
+    int unmap = mode == MKI_PURGE_UNMAP || force;
+    int pending = 0;
+    pthread_mutex_lock(&pass_lock);
+    size_t b = mki_huge_purge(force, unmap, delay_ns(), &pending);
+    b += mki_segment_purge(force, how, unmap, delay_ns(), &pending);
+    pthread_mutex_unlock(&pass_lock);
+    atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
+    atomic_fetch_add_explicit(&passes, 1, memory_order_relaxed);
+    if (bytes)
+        *bytes = b;
+    return pending;
+}
+
+static int policy_active(void)
+{
+    return mki_option(MKI_OPT_PURGE) != MKI_PURGE_OFF &&
+           mki_option(MKI_OPT_PURGE_DELAY_MS) >= 0;
+}
+
+/* ---- the background thread ------------------------------------------------- */
+
+static void *purge_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&purge_lock);
+    for (;;) {
+        if (!atomic_load(&scheduled)) {
+            pthread_cond_wait(&purge_cond, &purge_lock);
+            continue;
+        }
+        unsigned long long due = sched_ns + delay_ns();
+        if (mki_os_now_ns() < due) {
+            struct timespec ts = {(time_t)(due / 1000000000ull),
+                                  (long)(due % 1000000000ull)};
+            pthread_cond_timedwait(&purge_cond, &purge_lock, &ts);
+            continue; /* (the delay may have changed meanwhile) */
+        }
+        pthread_mutex_unlock(&purge_lock);
+        int again = policy_active() && run_pass(0, NULL);
+        pthread_mutex_lock(&purge_lock);
+        if (again)
+            sched_ns = mki_os_now_ns();
+        else
+            atomic_store(&scheduled, 0);
+    }
+    return NULL;
+}
+
+static void start_thread(void)
+{
+    int expect = 0;
+    if (!atomic_compare_exchange_strong(&thread_state, &expect, 1))
+        return;
+    pthread_once(&cond_once, cond_init);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, (size_t)128 << 10);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* the thread inherits it */
+    /* glibc allocates the new thread's bookkeeping with malloc, which may
+     * be memkit's: make it land in a context of memkit's own, not in the
+     * calling thread's heap (whose figures would count it forever) */
+    static mk_ctx *own;
+    if (!own)
+        own = mk_ctx_new(NULL, "memkit", MK_GENERAL, NULL);
+    mk_ctx *prev = own ? mk_ctx_switch(own) : NULL;
+    pthread_t t;
+    int r = pthread_create(&t, &attr, purge_main, NULL);
+    if (own)
+        mk_ctx_switch(prev);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (r != 0) {
+        atomic_store(&thread_state, 3); /* none, and never again */
+        return;
+    }
+    pthread_setname_np(t, "memkit-purge");
+    atomic_store(&thread_state, 2);
+    pthread_mutex_lock(&purge_lock);
+    pthread_cond_signal(&purge_cond); /* a pass may be due already */
+    pthread_mutex_unlock(&purge_lock);
+}
+
+/* Set when a thread should be started at the next safe point: the
+ * process has grown past PURGE_THREAD_AT (os figures) and has none. */
+_Atomic int mki_purge_want;
+
+void mki_purge_safe_point_slow(void)
+{
+    atomic_store_explicit(&mki_purge_want, 0, memory_order_relaxed);
+    if (atomic_load_explicit(&thread_state, memory_order_relaxed) == 0 &&
+        mki_option(MKI_OPT_PURGE_THREAD) && policy_active())
+        start_thread();
+}
+
+/* The OS layer's reservations grew: want a thread once they are large. */
+static void want_if_large(void)
+{
+    if (atomic_load_explicit(&thread_state, memory_order_relaxed) == 0 &&
+        mki_os_reserved() >= PURGE_THREAD_AT)
+        atomic_store_explicit(&mki_purge_want, 1, memory_order_relaxed);
+}
+
+/* ---- scheduling ------------------------------------------------------------ */
+
+void mki_purge_note(void)
+{
+    if (!policy_active())
+        return;
+    want_if_large();
+    if (mki_option(MKI_OPT_PURGE_DELAY_MS) == 0) { /* at once */
+        run_pass(1, NULL);
+        return;
+    }
+    int ts = atomic_load_explicit(&thread_state, memory_order_relaxed);
+    if (atomic_load_explicit(&scheduled, memory_order_relaxed)) {
+        /* no thread: run the pass here once it is due */
+        if (ts != 2 && mki_os_now_ns() >= sched_ns + delay_ns() &&
+            pthread_mutex_trylock(&purge_lock) == 0) {
+            int due = atomic_load(&scheduled) &&
+                      mki_os_now_ns() >= sched_ns + delay_ns();
+            if (due)
+                atomic_store(&scheduled, 0);
+            pthread_mutex_unlock(&purge_lock);
+            if (due && run_pass(0, NULL))
+                mki_purge_note();
+        }
+        return;
+    }
+    pthread_once(&cond_once, cond_init);
+    pthread_mutex_lock(&purge_lock);
+    if (!atomic_load(&scheduled)) {
+        sched_ns = mki_os_now_ns();
+        atomic_store(&scheduled, 1);
+        pthread_cond_signal(&purge_cond);
+    }
+    pthread_mutex_unlock(&purge_lock);
+}
+
+void mki_purge_options_changed(void)
+{
+    if (atomic_load(&thread_state) != 2)
+        return;
+    pthread_mutex_lock(&purge_lock);
+    pthread_cond_signal(&purge_cond); /* it recomputes what is due */
+    pthread_mutex_unlock(&purge_lock);
+}
+
+void mki_purge_fork(int phase)
+{
+    if (phase == 0) {
+        pthread_mutex_lock(&pass_lock);
+        pthread_mutex_lock(&purge_lock);
+        return;
+    }
+    pthread_mutex_unlock(&purge_lock);
+    pthread_mutex_unlock(&pass_lock);
+    if (phase == 2) { /* the child has no purge thread: one starts at its
+                         next safe point, and the next free schedules */
+        /* the condition variable may list the parent's thread as a waiter:
+         * signalling it would wait for that thread forever; start afresh */
+        if (atomic_load(&thread_state) != 0)
+            cond_init();
+        if (atomic_load(&thread_state) == 2) {
+            atomic_store(&thread_state, 0);
+            atomic_store(&mki_purge_want, 1);
+        }
+        atomic_store(&scheduled, 0);
+    }
+}
+
+void mki_purge_figures(size_t *bytes, size_t *npasses)
+{
+    *bytes = atomic_load_explicit(&purged_bytes, memory_order_relaxed);
+    *npasses = atomic_load_explicit(&passes, memory_order_relaxed);
+}
+
+/* ---- mk_trim ---------------------------------------------------------------- */
 
 size_t mk_trim(void)
 {
     mki_heap_sweep_orphans(-1);
-    return mki_huge_trim() + mki_segment_trim();
+    size_t bytes = 0;
+    run_pass(1, &bytes);
+    return bytes;
 }

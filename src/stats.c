@@ -127,6 +127,7 @@ void mk_process_stats(mk_process_figures *out)
     out->os_calls = mki_os_calls();
     out->segments = mki_segment_count();
     out->meta_bytes = mki_meta_bytes();
+    mki_purge_figures(&out->purged_bytes, &out->purge_passes);
 }
 
 
@@ -157,6 +158,8 @@ void mki_stats_print_process(int fd)
     figure(fd, "huge_bytes", m.huge_bytes);
     figure(fd, "huge_cached_bytes", m.huge_cached);
     figure(fd, "meta_bytes", p.meta_bytes);
+    figure(fd, "purged_bytes", p.purged_bytes);
+    figure(fd, "purge_passes", p.purge_passes);
 }
 
 /* MEMKIT_STATS: the process figures on stderr when the program ends (a

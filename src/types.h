@@ -145,6 +145,8 @@ struct mki_segment {
     size_t huge_committed;  /* huge: bytes committed */
     uint64_t used[MKI_BITMAP_WORDS];      /* unit handed out */
     uint64_t committed[MKI_BITMAP_WORDS]; /* unit may be resident */
+    uint64_t aged[MKI_BITMAP_WORDS];      /* free and committed at the last
+                                             purge pass (segment.c) */
     mki_page huge_page;     /* the descriptor of a huge segment's chunk */
     alignas(64) mki_page *map[MKI_UNITS];
 };

@@ -290,6 +290,7 @@ static void *large_alloc(mki_general *g, size_t size, size_t align)
 
 void *mki_general_alloc_slow(mki_general *g, size_t size)
 {
+    mki_purge_safe_point(); /* before anything is touched (purge.c) */
     if (size <= MKI_SMALL_MAX)
         return class_alloc(g, mki_class_of(size));
     if (size > MKI_SIZE_MAX) {

@@ -182,6 +182,7 @@ static void heap_exit(void *arg)
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&heap_lock);
+    mki_purge_fork(0);
     mki_huge_fork(0);
     mki_segment_fork(0);
     mki_meta_fork(0);
@@ -192,6 +193,7 @@ static void fork_parent(void)
     mki_meta_fork(1);
     mki_segment_fork(1);
     mki_huge_fork(1);
+    mki_purge_fork(1);
     pthread_mutex_unlock(&heap_lock);
 }
 
@@ -201,6 +203,7 @@ static void fork_child(void)
     mki_segment_fork(2);
     mki_huge_fork(2);
     pthread_mutex_unlock(&heap_lock);
+    mki_purge_fork(2);
 }
 
 static void key_init(void) { pthread_key_create(&heap_key, heap_exit); }
@@ -256,6 +259,7 @@ mk_ctx *mki_heap_malloc_ctx(void)
 
 void *mki_heap_alloc(size_t n)
 {
+    mki_purge_safe_point(); /* before anything is touched (purge.c) */
     mk_ctx *c = mki_heap_malloc_ctx();
     if (MKI_UNLIKELY(!c)) {
         errno = ENOMEM;

@@ -94,8 +94,8 @@ EXPORT void *realloc(void *p, size_t n)
     mk_ctx *owner = mk_ctx_of(p);
     if (!owner)
         return NULL; /* the checking build reported it */
-    if (mki_ctx_owner(owner) == mki_tid())
-        return mk_realloc(p, n);
+    if (mki_ctx_owner(owner) == mki_tid() || mk_ctx_kind(owner) == MK_BUMP)
+        return mk_realloc(p, n); /* (a bump chunk cannot be resized: ENOTSUP) */
     /* another thread's context: keep the chunk if it fits, else move it
      * into ours */
     size_t old = mk_usable_size(p);

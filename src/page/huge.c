@@ -118,24 +118,6 @@ static void unmap(mki_segment *s)
     mki_os_release(s, size, committed);
 }
 
-/* Move the entries older than the purge delay (all with @all) to @out;
- * returns how many (lock held). */
-static unsigned cache_expire(int all, mki_segment **out)
-{
-    long delay = mki_option(MKI_OPT_PURGE_DELAY_MS);
-    if (!all && (delay < 0 || ncached == 0))
-        return 0;
-    unsigned long long now = all ? 0 : mki_os_now_ns();
-    unsigned n = 0;
-    for (unsigned i = 0; i < ncached;) {
-        if (all || now - cache[i].since_ns >= (unsigned long long)delay * 1000000ull)
-            out[n++] = cache_take(i);
-        else
-            i++;
-    }
-    return n;
-}
-
 static void unmap_all(mki_segment **list, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
@@ -279,12 +261,19 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
     unsigned nexp = 0;
     if (off == MKI_OS_PAGE) {
         pthread_mutex_lock(&huge_lock);
-        nexp = cache_expire(0, expired);
         s = cache_find(total, expired, &nexp);
         pthread_mutex_unlock(&huge_lock);
         unmap_all(expired, nexp);
         if (s && s->size < total)
             s = grow(s, total);
+        if (s && s->huge_committed < s->size) { /* its pages were purged */
+            if (mki_os_commit((char *)s + s->huge_committed,
+                              s->size - s->huge_committed) != 0) {
+                unmap(s);
+                return NULL;
+            }
+            s->huge_committed = s->size;
+        }
         if (s) {
             mki_page *pg = header_set(s, s->size, s->huge_committed, off, body);
             COUNT(live_count, 1);
@@ -327,13 +316,13 @@ void mki_huge_release(mki_page *pg)
     if ((size_t)(pg->start - (char *)s) == MKI_OS_PAGE &&
         mki_option(MKI_OPT_PURGE_DELAY_MS) != 0) {
         pthread_mutex_lock(&huge_lock);
-        nexp = cache_expire(0, expired);
         nexp += cache_put(s, expired + nexp);
         pthread_mutex_unlock(&huge_lock);
     } else {
         expired[nexp++] = s;
     }
     unmap_all(expired, nexp);
+    mki_purge_note(); /* a cached mapping: purge it in time */
 }
 
 /* ---- resizing ------------------------------------------------------------------ */
@@ -391,16 +380,53 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size)
 
 /* ---- trimming, figures, fork ---------------------------------------------------- */
 
-size_t mki_huge_trim(void)
+size_t mki_huge_purge(int force, int unmap_all_due,
+                      unsigned long long delay_ns, int *pending)
 {
-    mki_segment *all[CACHE_SLOTS];
+    mki_segment *gone[CACHE_SLOTS], *thin[CACHE_SLOTS];
+    unsigned ng = 0, nt = 0;
+    unsigned long long now = mki_os_now_ns();
     pthread_mutex_lock(&huge_lock);
-    unsigned n = cache_expire(1, all);
+    for (unsigned i = 0; i < ncached;) {
+        mki_segment *e = cache[i].seg;
+        int resident = e->huge_committed > MKI_OS_PAGE;
+        if (!unmap_all_due && !resident) { /* decommitted: kept for reuse */
+            i++;
+            continue;
+        }
+        if (force || now - cache[i].since_ns >= delay_ns) {
+            if (unmap_all_due)
+                gone[ng++] = cache_take(i);
+            else
+                thin[nt++] = cache_take(i);
+            continue;
+        }
+        *pending = 1;
+        i++;
+    }
     pthread_mutex_unlock(&huge_lock);
     size_t total = 0;
-    for (unsigned i = 0; i < n; i++)
-        total += all[i]->huge_committed;
-    unmap_all(all, n);
+    for (unsigned i = 0; i < ng; i++)
+        total += gone[i]->huge_committed;
+    unmap_all(gone, ng);
+    /* keep the address space, drop the pages (all but the header's) */
+    for (unsigned i = 0; i < nt; i++) {
+        mki_segment *e = thin[i];
+        size_t drop = e->huge_committed - MKI_OS_PAGE;
+        mki_os_decommit((char *)e + MKI_OS_PAGE, e->size - MKI_OS_PAGE, drop,
+                        MKI_OS_DONTNEED);
+        e->huge_committed = MKI_OS_PAGE;
+        total += drop;
+    }
+    if (nt) {
+        mki_segment *out[2 * CACHE_SLOTS + 2];
+        unsigned no = 0;
+        pthread_mutex_lock(&huge_lock);
+        for (unsigned i = 0; i < nt; i++)
+            no += cache_put(thin[i], out + no);
+        pthread_mutex_unlock(&huge_lock);
+        unmap_all(out, no);
+    }
     return total;
 }
 

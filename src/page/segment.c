@@ -13,11 +13,10 @@
  * gives mk_alloc_aligned its alignment for free.
  *
  * Segments sit on three lists: `avail` (some units free), `full`, and
- * `empty` (every data unit free).  An empty segment is kept for reuse until
- * it has been empty for purge_delay_ms, then released to the OS; mk_trim()
- * releases them at once and also decommits free OS pages inside partly used
- * segments.  Freed units of a partly used segment stay committed until then
- * (the purge policy of a later layer decides more; see docs/DESIGN.md).
+ * `empty` (every data unit free).  What goes back to the OS, and when, is
+ * the purge policy's (purge.c): this file runs its passes (mki_segment_purge:
+ * free OS pages inside live segments once they have been free for a pass,
+ * empty segments once they have been empty for the delay).
  *
  * Huge chunks (> 1 MiB, or aligned beyond 64 KiB) get a mapping of their
  * own (page/huge.c); this file only registers them as segments.
@@ -269,59 +268,6 @@ static void segment_release(mki_segment *s)
     mki_os_release(s, MKI_SEG_SIZE, committed);
 }
 
-/* Decommit the OS pages lying wholly in free units of @s; returns bytes. */
-static size_t segment_decommit_free(mki_segment *s)
-{
-    size_t total = 0;
-    const unsigned per = MKI_OS_PAGE / MKI_UNIT; /* units per OS page */
-    unsigned first = 0, run = 0;
-    for (unsigned u = 0; u <= MKI_UNITS; u += per) {
-        int candidate = 0;
-        if (u < MKI_UNITS) {
-            uint64_t used = (s->used[u / 64] >> (u % 64)) & ((1u << per) - 1);
-            uint64_t com = (s->committed[u / 64] >> (u % 64)) & ((1u << per) - 1);
-            candidate = used == 0 && com != 0;
-        }
-        if (candidate) {
-            if (!run)
-                first = u;
-            run += per;
-            continue;
-        }
-        if (run) {
-            size_t account = 0;
-            for (unsigned i = first; i < first + run; i++)
-                account += bit_get(s->committed, i) ? MKI_UNIT : 0;
-            mki_os_decommit((char *)s + (size_t)first * MKI_UNIT,
-                            (size_t)run * MKI_UNIT, account, MKI_OS_DONTNEED);
-            bits_set(s->committed, first, run, 0);
-            UNCOUNT(seg_committed, account);
-            total += account;
-            run = 0;
-        }
-    }
-    return total;
-}
-
-/* Release segments that have been empty longer than the purge delay.
- * Called with arena_lock held, on page-release slow paths. */
-static void purge_expired(void)
-{
-    long delay = mki_option(MKI_OPT_PURGE_DELAY_MS);
-    if (delay < 0 || !empty_list)
-        return;
-    unsigned long long now = delay ? mki_os_now_ns() : 0;
-    mki_segment *s = empty_list, *next;
-    for (; s; s = next) {
-        next = s->next;
-        if (delay == 0 ||
-            now - s->empty_since_ns >= (unsigned long long)delay * 1000000ull) {
-            list_remove(&empty_list, s);
-            segment_release(s);
-        }
-    }
-}
-
 /* Commit the not-yet-committed units of [first, first+n); 0 or -1. */
 static int commit_units(mki_segment *s, unsigned first, unsigned n)
 {
@@ -391,6 +337,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     if (!fresh)
         list_remove(list_of(s), s);
     bits_set(s->used, (unsigned)at, units, 1);
+    bits_set(s->aged, (unsigned)at, units, 0); /* its free time starts over */
     s->free_units -= units;
     COUNT(units_out, units);
     list_push(list_of(s), s);
@@ -426,15 +373,12 @@ void mki_segment_page_release(mki_page *pg)
     s->max_run_hint = MKI_UNITS; /* freed units may join a longer run */
     mki_segment **list = list_of(s);
     if (list == &empty_list)
-        s->empty_since_ns = mki_option(MKI_OPT_PURGE_DELAY_MS) > 0
-                                ? mki_os_now_ns()
-                                : 0;
+        s->empty_since_ns = mki_os_now_ns();
     list_push(list, s);
-    if (list == &empty_list)
-        purge_expired();
     pthread_mutex_unlock(&arena_lock);
     pg->kind = MKI_PAGE_FREE;
     mki_meta_free(pg, sizeof(mki_page));
+    mki_purge_note(); /* its units are free: purge them in time */
 }
 
 int mki_segment_page_grow(mki_page *pg, size_t bytes)
@@ -459,6 +403,7 @@ int mki_segment_page_grow(mki_page *pg, size_t bytes)
     if (need > have) {
         list_remove(list_of(s), s);
         bits_set(s->used, pg->unit + have, (unsigned)(need - have), 1);
+        bits_set(s->aged, pg->unit + have, (unsigned)(need - have), 0);
         s->free_units -= (uint32_t)(need - have);
         COUNT(units_out, need - have);
         for (size_t u = pg->unit + have; u < pg->unit + need; u++)
@@ -516,18 +461,153 @@ mki_page *mki_segment_chunk_alloc(mk_ctx *ctx, size_t size, size_t align)
 
 /* ---- trimming and figures ------------------------------------------------- */
 
-size_t mki_segment_trim(void)
+/* ---- purging ---------------------------------------------------------------
+ * What the purge policy (purge.c) gives back, and how: OS pages that lie
+ * wholly in free, committed units, once they have been free for a whole
+ * pass interval (the `aged` bitmap: free and committed at the last pass),
+ * and segments empty for the purge delay.  The system calls run without
+ * the pool's lock: the units being purged are marked used meanwhile (no
+ * page can be cut from them), and given back to the pool afterwards.  An
+ * empty segment is unmapped (mode unmap), or decommitted and kept for
+ * reuse, up to KEEP_EMPTY of them (its header stays resident: 34 KiB). */
+
+#define KEEP_EMPTY 8
+#define MAX_RUNS 256
+#define UPP (MKI_OS_PAGE / MKI_UNIT) /* units per OS page */
+
+typedef struct purge_run {
+    mki_segment *s;
+    unsigned first, n;
+} purge_run;
+
+/* Bits of @x whose whole OS page (group of UPP bits) is set. */
+static uint64_t whole_pages(uint64_t x)
 {
-    size_t total = 0;
-    pthread_mutex_lock(&arena_lock);
-    while (empty_list) {
-        mki_segment *s = empty_list;
-        list_remove(&empty_list, s);
-        total += committed_units_bytes(s);
-        segment_release(s);
+    uint64_t m = x;
+    for (unsigned i = 1; i < UPP; i <<= 1)
+        m &= m >> i;
+    m &= 0x1111111111111111ull; /* one bit per OS page: its first unit */
+    return m * ((1ull << UPP) - 1);
+}
+
+/* Collect the runs of @s to purge (lock held): free and committed units,
+ * only those already free at the last pass unless @force; they are marked
+ * used until the purge is done.  Returns 1 if units stay to purge later. */
+static int collect_runs(mki_segment *s, int force, purge_run *runs,
+                        unsigned *nr)
+{
+    int later = 0, took = 0;
+    for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++) {
+        uint64_t idle = ~s->used[w] & s->committed[w];
+        uint64_t cand = whole_pages(force ? idle : idle & s->aged[w]);
+        if (*nr >= MAX_RUNS)
+            cand = 0;
+        s->aged[w] = idle & ~cand;
+        later |= s->aged[w] != 0;
+        while (cand && *nr < MAX_RUNS) {
+            unsigned b = (unsigned)__builtin_ctzll(cand);
+            uint64_t run = cand >> b;
+            unsigned n = run == ~0ull >> b ? 64 - b : (unsigned)__builtin_ctzll(~run);
+            runs[(*nr)++] = (purge_run){s, w * 64 + b, n};
+            cand &= n + b >= 64 ? 0 : ~0ull << (b + n);
+            if (!took)
+                list_remove(list_of(s), s);
+            took = 1;
+            bits_set(s->used, w * 64 + b, n, 1);
+            s->free_units -= n;
+        }
+        later |= cand != 0;
     }
-    for (mki_segment *s = avail_list; s; s = s->next)
-        total += segment_decommit_free(s);
+    if (took)
+        list_push(list_of(s), s);
+    return later;
+}
+
+/* Committed bytes of the data units of an empty segment. */
+static int has_committed_data(const mki_segment *s)
+{
+    return committed_units_bytes(s) > MKI_SEG_HEADER_UNITS * MKI_UNIT;
+}
+
+size_t mki_segment_purge(int force, int how, int unmap_empty,
+                         unsigned long long delay_ns, int *pending)
+{
+    static purge_run runs[MAX_RUNS]; /* one pass at a time (purge.c) */
+    static mki_segment *drop[MAX_RUNS];
+    unsigned nr = 0, nd = 0, kept = 0;
+    size_t total = 0;
+    unsigned long long now = mki_os_now_ns();
+    pthread_mutex_lock(&arena_lock);
+    for (mki_segment *s = empty_list, *next; s; s = next) {
+        next = s->next;
+        int due = force || now - s->empty_since_ns >= delay_ns;
+        if (!unmap_empty && !has_committed_data(s) && kept < KEEP_EMPTY) {
+            kept++; /* already decommitted: kept for reuse */
+            continue;
+        }
+        if (due && nd < MAX_RUNS) {
+            list_remove(&empty_list, s);
+            drop[nd++] = s;
+        } else {
+            *pending = 1;
+        }
+    }
+    for (int l = 0; l < 2; l++)
+        for (mki_segment *s = l ? full_list : avail_list, *next; s; s = next) {
+            next = s->next;
+            *pending |= collect_runs(s, force, runs, &nr);
+        }
+    pthread_mutex_unlock(&arena_lock);
+
+    /* the system calls, without the lock */
+    size_t header = MKI_SEG_HEADER_UNITS * MKI_UNIT;
+    for (unsigned i = 0; i < nr; i++)
+        mki_os_decommit((char *)runs[i].s + (size_t)runs[i].first * MKI_UNIT,
+                        (size_t)runs[i].n * MKI_UNIT,
+                        (size_t)runs[i].n * MKI_UNIT, how);
+    for (unsigned i = 0; i < nd; i++) {
+        mki_segment *s = drop[i];
+        if (unmap_empty || kept + i >= KEEP_EMPTY) {
+            total += committed_units_bytes(s);
+            segment_release(s); /* counts its own bytes */
+            drop[i] = NULL;
+        } else {
+            /* the data units (not the header: its first units share an
+             * OS page with data only in the first data page, kept) */
+            size_t data = (header + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
+            mki_os_decommit((char *)s + data, MKI_SEG_SIZE - data,
+                            committed_units_bytes(s) - header, how);
+        }
+    }
+
+    pthread_mutex_lock(&arena_lock);
+    for (unsigned i = 0; i < nr; i++) {
+        mki_segment *s = runs[i].s;
+        list_remove(list_of(s), s);
+        bits_set(s->used, runs[i].first, runs[i].n, 0);
+        bits_set(s->committed, runs[i].first, runs[i].n, 0);
+        s->free_units += runs[i].n;
+        s->max_run_hint = MKI_UNITS;
+        mki_segment **list = list_of(s);
+        if (list == &empty_list)
+            s->empty_since_ns = now;
+        list_push(list, s);
+        size_t bytes = (size_t)runs[i].n * MKI_UNIT;
+        UNCOUNT(seg_committed, bytes);
+        total += bytes;
+    }
+    for (unsigned i = 0; i < nd; i++) {
+        mki_segment *s = drop[i];
+        if (!s)
+            continue;
+        size_t bytes = committed_units_bytes(s) - header;
+        bits_set(s->committed, MKI_SEG_HEADER_UNITS,
+                 MKI_UNITS - MKI_SEG_HEADER_UNITS, 0);
+        memset(s->aged, 0, sizeof s->aged);
+        UNCOUNT(seg_committed, bytes);
+        total += bytes;
+        list_push(&empty_list, s);
+    }
     pthread_mutex_unlock(&arena_lock);
     return total;
 }
