@@ -253,7 +253,9 @@ void mki_purge_figures(size_t *bytes, size_t *npasses)
 size_t mk_trim(void)
 {
     mki_heap_sweep_orphans(-1);
-    size_t bytes = 0;
+    size_t bytes = 0, more = 0;
     run_pass(1, &bytes);
-    return bytes;
+    /* purging free pages may have emptied segments: they go too */
+    run_pass(1, &more);
+    return bytes + more;
 }

@@ -335,7 +335,14 @@ static void general_free(mki_page *pg, void *p)
     mki_page_push(pg, p);
     pg->used--;
     if (pg->flags & MKI_PF_FULL) {
-        /* back from the full list to its class, behind the current page */
+        /* Back from the full list to its class, as the current page: the
+         * chunk just freed is the next one handed out (warm, as glibc's
+         * tcache would give it), and in a FIFO workload the frees that
+         * follow land on this page too, so allocation keeps reusing the
+         * chunk freed last.  The old current page goes behind it.  (Behind
+         * the current page instead, a free-oldest loop of 1 KiB chunks with
+         * 4 MiB live reused the chunk freed last 1.6% of the time, against
+         * glibc's 100%, and ran 1.5x slower.) */
         mki_page_list_remove(&g->full, pg);
         pg->flags &= (uint8_t)~MKI_PF_FULL;
         mki_page_set_tid(pg, g->base.fast_tid);
@@ -343,16 +350,16 @@ static void general_free(mki_page *pg, void *p)
          * full its word held MKI_XF_DELAYED and nothing else) */
         atomic_store_explicit(&pg->xfree, 0, memory_order_relaxed);
         mki_page **slot = slot_of(g, pg->cls);
-        if (*slot == &mki_page_empty) {
-            make_current(g, slot, pg);
-            return;
+        mki_page *old = *slot;
+        make_current(g, slot, pg);
+        if (old != &mki_page_empty) {
+            old->flags &= (uint8_t)~MKI_PF_CURRENT;
+            pg->next = old;
+            old->prev = pg;
+            if (--old->used == 0) /* unpinned, and it held nothing */
+                mki_general_page_empty(old);
         }
-        mki_page *head = *slot;
-        pg->prev = head;
-        pg->next = head->next;
-        if (head->next)
-            head->next->prev = pg;
-        head->next = pg;
+        return;
     }
     if (pg->used == 0)
         mki_general_page_empty(pg);

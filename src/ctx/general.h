@@ -46,7 +46,9 @@ MKI_INLINE void *mki_general_pop(mki_page *pg)
         void *next = *(void **)b;
         pg->free = next;
         pg->used++;
-        __builtin_prefetch(next); /* the next pop reads its link */
+        /* the next pop reads its link; (never prefetch NULL: an address
+         * with no mapping costs a page walk every time) */
+        __builtin_prefetch(next ? next : b);
     }
     return b;
 }
