@@ -81,6 +81,14 @@ typedef enum mk_kind {
  * Ignored for MK_BUMP, whose chunks are never freed one by one.
  */
 #define MK_CTX_REPORT_LEAKS 0x1u
+/**
+ * The context's memory goes back to the OS as soon as it is free: every
+ * block it gives up (at reset, which then keeps none, at delete, and when a
+ * block empties) is decommitted at once, whatever the purge policy (FORM's
+ * per-module "On sortreallocate").  Costs system calls and page faults
+ * when the context grows again; for contexts whose peaks are rare.
+ */
+#define MK_CTX_RELEASE_ON_RESET 0x2u
 
 /**
  * Optional settings for mk_ctx_new().  Zero-initialise and set what you need;
@@ -308,13 +316,30 @@ MK_API int mk_ctx_stats(const mk_ctx *ctx, mk_stats *out, int recurse);
  */
 MK_API void mk_ctx_stats_print(const mk_ctx *ctx, FILE *out);
 
+/**
+ * Write @p ctx and its descendants to @p out as one JSON object (and a
+ * newline): {"schema": "memkit-context-stats", "version": 1, "context":
+ * {"name", "kind", "blocks", "bytes_reserved", "bytes_used", "bytes_free",
+ * "chunks", "children": [ ... ]}, "totals": {"contexts", ...}}.  The
+ * figures are mk_ctx_stats()'s (docs/STATS.md has the schema).  Uses stdio
+ * (may allocate); a use of every context it reports (thread rules).
+ * @return 0, or -1 (errno EINVAL for a NULL argument; a write error).
+ */
+MK_API int mk_ctx_stats_json(const mk_ctx *ctx, FILE *out);
+
 /** Process-wide figures, filled by mk_process_stats(). */
 typedef struct mk_process_figures {
     size_t os_reserved;   /**< address space reserved from the OS */
-    size_t os_committed;  /**< bytes that may be resident (not purged) */
+    size_t os_committed;  /**< bytes that may be resident: memkit's estimate
+                               of its resident memory (pages given back with
+                               MADV_FREE leave it at once, the process's RSS
+                               only when the kernel takes them) */
     size_t os_calls;      /**< system calls made (map, purge, unmap) */
     size_t segments;      /**< segments held (normal and huge) */
     size_t meta_bytes;    /**< bytes of memkit's own bookkeeping */
+    size_t purged_bytes;  /**< bytes given back by the purge policy and
+                               mk_trim, since the start */
+    size_t purge_passes;  /**< purge passes run (each a batch of calls) */
 } mk_process_figures;
 
 /** Fill @p out with process-wide figures; thread-safe. */
@@ -466,9 +491,22 @@ static inline void mk_pool_put(mk_pool *pool, void *obj)
 /**
  * Give back to the OS at once every page memkit holds empty and every
  * mapping of a freed huge chunk it keeps for reuse, whatever the purge
- * delay.  Thread-safe.  Returns the number of bytes given back.
+ * policy and delay; first take in the chunks other threads freed into the
+ * heaps of exited threads.  Thread-safe.  Returns the number of bytes
+ * given back.  (malloc_trim(0) calls it and returns whether it gave any.)
  */
 MK_API size_t mk_trim(void);
+
+/**
+ * Give back to the OS at once what the context tree of @p ctx holds free:
+ * the chunks other threads freed are taken in, then every block with no
+ * live chunk (the empty pages a context keeps for reuse, an empty current
+ * page or block) is released and its memory decommitted.  Blocks with live
+ * chunks stay (an MK_BUMP context's blocks stay until reset).  A use of
+ * every context of the tree (thread rules).
+ * @return the bytes decommitted.
+ */
+MK_API size_t mk_ctx_trim(mk_ctx *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Options                                                                   */

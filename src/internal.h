@@ -45,8 +45,12 @@ mki_page *mki_segment_chunk_alloc(mk_ctx *ctx, size_t size, size_t align);
  * its start, taking the free units that follow it; 0, or -1 if they are
  * not free (nothing changed).  Thread-safe. */
 int mki_segment_page_grow(mki_page *pg, size_t bytes);
-/* Give a page (and its descriptor) back.  Thread-safe. */
+/* Give a page (and its descriptor) back.  Thread-safe.  The pages of a
+ * context made with MK_CTX_RELEASE_ON_RESET go back to the OS at once. */
 void mki_segment_page_release(mki_page *pg);
+/* The same, and its memory goes back to the OS now (its OS pages are
+ * decommitted); returns the bytes decommitted. */
+size_t mki_segment_page_release_now(mki_page *pg);
 /* Count a huge mapping at @base as a segment memkit holds (@add 1) or no
  * longer holds (0); the checking build records it in its registry.  0, or
  * -1 when the registry cannot record it.  Thread-safe. */
@@ -173,6 +177,8 @@ void *mki_general_refill(mki_general *g, mki_page *pg, size_t size);
  * (only GENERAL pages take that path). */
 void mki_general_page_empty(mki_page *pg);
 void mki_general_collect(mk_ctx *ctx);
+/* Bytes of small pages per size class, process-wide (relaxed). */
+extern _Atomic size_t mki_general_class_bytes[MKI_NCLASS];
 /* A chunk of a GENERAL small page freed by a thread that does not own the
  * context (any thread; no lock). */
 void mki_general_free_remote(mki_page *pg, void *p);
@@ -185,12 +191,19 @@ void mki_slab_free_chunk(mki_page *pg, void *p);
 typedef struct mki_line {
     char buf[MKI_LINE_MAX];
     size_t len;
+    int stream; /* 0: one line, cut when full; fd + 1: written out to fd
+                   whenever full (longer texts, e.g. JSON) */
 } mki_line;
 void mki_line_str(mki_line *l, const char *s); /* NULL prints nothing */
 void mki_line_ptr(mki_line *l, const void *p); /* 0x... */
 void mki_line_num(mki_line *l, long long v);   /* decimal */
+/* A JSON string literal: @s quoted, with ", \ and control characters
+ * escaped (NULL: null). */
+void mki_line_json_str(mki_line *l, const char *s);
 /* Write the line and a newline to @fd (write(2), retried), then empty it. */
 void mki_line_write(mki_line *l, int fd);
+/* Stream mode: write out what is buffered (no newline). */
+void mki_line_flush(mki_line *l);
 
 /* ---- check/error.c: reporting ------------------------------------------- */
 /* Report a detected error: "memkit: <what>: pointer <p> (context <name>)".
@@ -264,8 +277,9 @@ int mki_stats_tree(const mk_ctx *ctx, mk_stats *out, int recurse,
                    int owned_only);
 #define mki_stats_malloc_figures mki_segment_figures
 /* Print the process figures (malloc_stats, MEMKIT_STATS) to @fd, without
- * allocating. */
+ * allocating: as "memkit: name value" lines, or as one JSON object. */
 void mki_stats_print_process(int fd);
+void mki_stats_json_process(int fd);
 
 /* ---- options.c ----------------------------------------------------------- */
 enum mki_option {

@@ -24,7 +24,7 @@ typedef struct option_def {
     const char *const *words;
 } option_def;
 
-static const char *const stats_words[] = {"off", "text", NULL};
+static const char *const stats_words[] = {"off", "text", "json", NULL};
 static const char *const purge_words[] = {"off", "dontneed", "free", "unmap",
                                           NULL};
 static const char *const bool_words[] = {"off", "on", NULL};
@@ -47,8 +47,9 @@ static const option_def defs[MKI_OPT_COUNT] = {
     [MKI_OPT_VALGRIND] = {"valgrind", "MEMKIT_VALGRIND", 0, 1, bool_words},
     /* Print the options in force on stderr when memkit starts. */
     [MKI_OPT_VERBOSE] = {"verbose", "MEMKIT_VERBOSE", 0, 1, bool_words},
-    /* Print the process figures on stderr at exit (1 or "text"). */
-    [MKI_OPT_STATS] = {"stats", "MEMKIT_STATS", 0, 1, stats_words},
+    /* Print the process figures at exit: 1 "text", 2 "json"; on stderr, or
+     * in the file MEMKIT_STATS_FILE names. */
+    [MKI_OPT_STATS] = {"stats", "MEMKIT_STATS", 0, 2, stats_words},
 };
 
 /* The defaults (docs/OPTIONS.md lists them too). */

@@ -7,15 +7,70 @@
  *
  * A line holds at most MKI_LINE_MAX - 2 characters; anything longer is cut
  * (a message is one line, and a cut line is better than an allocation).
+ * In stream mode the buffer is written out whenever it fills, so a long
+ * text (MEMKIT_STATS=json) goes out in pieces, still without allocating.
  */
 #include "internal.h"
 
 #include <unistd.h>
 
+static void write_all(int fd, const char *buf, size_t len)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t r = write(fd, buf + done, len - done);
+        if (r <= 0)
+            break;
+        done += (size_t)r;
+    }
+}
+
+void mki_line_flush(mki_line *l)
+{
+    if (l->stream)
+        write_all(l->stream - 1, l->buf, l->len);
+    l->len = 0;
+}
+
+static void put_char(mki_line *l, char c)
+{
+    if (l->len >= sizeof l->buf - 2) {
+        if (!l->stream)
+            return; /* one line: cut */
+        mki_line_flush(l);
+    }
+    l->buf[l->len++] = c;
+}
+
 void mki_line_str(mki_line *l, const char *s)
 {
-    while (s && *s && l->len < sizeof l->buf - 2)
-        l->buf[l->len++] = *s++;
+    while (s && *s)
+        put_char(l, *s++);
+}
+
+void mki_line_json_str(mki_line *l, const char *s)
+{
+    if (!s) {
+        mki_line_str(l, "null");
+        return;
+    }
+    put_char(l, '"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            put_char(l, '\\');
+            put_char(l, (char)c);
+        } else if (c < 0x20) {
+            put_char(l, '\\');
+            put_char(l, 'u');
+            put_char(l, '0');
+            put_char(l, '0');
+            put_char(l, "0123456789abcdef"[c >> 4]);
+            put_char(l, "0123456789abcdef"[c & 15]);
+        } else {
+            put_char(l, (char)c);
+        }
+    }
+    put_char(l, '"');
 }
 
 void mki_line_ptr(mki_line *l, const void *p)
@@ -52,11 +107,6 @@ void mki_line_num(mki_line *l, long long v)
 void mki_line_write(mki_line *l, int fd)
 {
     l->buf[l->len++] = '\n';
-    for (size_t done = 0; done < l->len;) {
-        ssize_t r = write(fd, l->buf + done, l->len - done);
-        if (r <= 0)
-            break;
-        done += (size_t)r;
-    }
+    write_all(fd, l->buf, l->len);
     l->len = 0;
 }

@@ -8,7 +8,11 @@
  */
 #include "internal.h"
 
+#include "page/sizeclass.h"
+
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -120,6 +124,139 @@ void mk_ctx_stats_print(const mk_ctx *ctx, FILE *out)
             total.chunks);
 }
 
+/* ---- JSON ------------------------------------------------------------------
+ * The schemas are documented in docs/STATS.md; `version` changes when a
+ * field changes meaning or goes (new fields may appear in a version). */
+
+static void json_name(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+static void json_figures(FILE *out, const mk_stats *s)
+{
+    fprintf(out, "\"blocks\":%zu,\"bytes_reserved\":%zu,\"bytes_used\":%zu,"
+                 "\"bytes_free\":%zu,\"chunks\":%zu",
+            s->blocks, s->bytes_reserved, s->bytes_used,
+            s->bytes_reserved - s->bytes_used, s->chunks);
+}
+
+int mk_ctx_stats_json(const mk_ctx *ctx, FILE *out)
+{
+    if (!ctx || !out) {
+        errno = EINVAL;
+        return -1;
+    }
+    mk_stats total = {0};
+    fprintf(out, "{\"schema\":\"memkit-context-stats\",\"version\":1,"
+                 "\"context\":");
+    /* pre-order walk; each context is an object whose last member is the
+     * array of its children, closed when the walk climbs back */
+    for (const mk_ctx *c = ctx; c;) {
+        mk_stats st;
+        one(c, &st, 1);
+        add(&total, &st);
+        fprintf(out, "{\"name\":");
+        json_name(out, c->name);
+        fprintf(out, ",\"kind\":\"%s\",", mki_kinds[c->kind]->name);
+        json_figures(out, &st);
+        fprintf(out, ",\"children\":[");
+        if (c->first_child) {
+            c = c->first_child;
+            continue;
+        }
+        fprintf(out, "]}");
+        while (c != ctx && !c->next_sibling) {
+            c = c->parent;
+            fprintf(out, "]}");
+        }
+        if (c == ctx)
+            break;
+        c = c->next_sibling;
+        fputc(',', out);
+    }
+    fprintf(out, ",\"totals\":{\"contexts\":%zu,", total.contexts);
+    json_figures(out, &total);
+    fprintf(out, "}}\n");
+    return ferror(out) ? -1 : 0;
+}
+
+static const char *const purge_names[] = {"off", "dontneed", "free", "unmap"};
+
+static void jkey(mki_line *l, const char *key, size_t v, int comma)
+{
+    if (comma)
+        mki_line_str(l, ",");
+    mki_line_json_str(l, key);
+    mki_line_str(l, ":");
+    mki_line_num(l, (long long)v);
+}
+
+void mki_stats_json_process(int fd)
+{
+    mk_process_figures p;
+    mki_malloc_figures m;
+    mk_process_stats(&p);
+    mki_segment_figures(&m);
+    mki_line l = {.len = 0, .stream = fd + 1};
+    mki_line_str(&l, "{\"schema\":\"memkit-process-stats\",\"version\":1,");
+    jkey(&l, "pid", (size_t)getpid(), 0);
+    mki_line_str(&l, ",\"os\":{");
+    jkey(&l, "reserved_bytes", p.os_reserved, 0);
+    jkey(&l, "committed_bytes", p.os_committed, 1);
+    jkey(&l, "calls", p.os_calls, 1);
+    jkey(&l, "segments", p.segments, 1);
+    mki_line_str(&l, "},\"purge\":{\"mode\":");
+    long mode = mki_option(MKI_OPT_PURGE);
+    mki_line_json_str(&l, purge_names[mode >= 0 && mode <= 3 ? mode : 0]);
+    mki_line_str(&l, ",\"delay_ms\":");
+    mki_line_num(&l, mki_option(MKI_OPT_PURGE_DELAY_MS));
+    jkey(&l, "purged_bytes", p.purged_bytes, 1);
+    jkey(&l, "passes", p.purge_passes, 1);
+    mki_line_str(&l, "},\"heap\":{");
+    jkey(&l, "segment_committed_bytes", m.segment_bytes, 0);
+    jkey(&l, "page_bytes", m.page_bytes, 1);
+    jkey(&l, "huge_chunks", m.huge_count, 1);
+    jkey(&l, "huge_bytes", m.huge_bytes, 1);
+    jkey(&l, "huge_cached_bytes", m.huge_cached, 1);
+    jkey(&l, "meta_bytes", p.meta_bytes, 1);
+    /* the size classes holding the most bytes of small pages, largest
+     * first (at most 8) */
+    mki_line_str(&l, "},\"classes\":[");
+    int shown[MKI_NCLASS] = {0};
+    for (int k = 0; k < 8; k++) {
+        int best = -1;
+        size_t most = 0;
+        for (int c = 0; c < MKI_NCLASS; c++) {
+            size_t b = atomic_load_explicit(&mki_general_class_bytes[c],
+                                            memory_order_relaxed);
+            if (!shown[c] && b > most) {
+                most = b;
+                best = c;
+            }
+        }
+        if (best < 0)
+            break;
+        shown[best] = 1;
+        mki_line_str(&l, k ? ",{" : "{");
+        jkey(&l, "chunk_size", mki_class_size[best], 0);
+        jkey(&l, "page_bytes", most, 1);
+        mki_line_str(&l, "}");
+    }
+    mki_line_str(&l, "]}\n");
+    mki_line_flush(&l);
+}
+
 void mk_process_stats(mk_process_figures *out)
 {
     out->os_reserved = mki_os_reserved();
@@ -167,6 +304,20 @@ void mki_stats_print_process(int fd)
  * prints without allocating). */
 __attribute__((destructor)) static void stats_at_exit(void)
 {
-    if (mki_option(MKI_OPT_STATS))
-        mki_stats_print_process(STDERR_FILENO);
+    long how = mki_option(MKI_OPT_STATS);
+    if (how == 0)
+        return;
+    int fd = STDERR_FILENO;
+    const char *file = getenv("MEMKIT_STATS_FILE");
+    if (file && *file) {
+        fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+            fd = STDERR_FILENO;
+    }
+    if (how == 2)
+        mki_stats_json_process(fd);
+    else
+        mki_stats_print_process(fd);
+    if (fd != STDERR_FILENO)
+        close(fd);
 }

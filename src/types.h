@@ -256,6 +256,9 @@ typedef struct mki_kind_ops {
     void (*reset)(mk_ctx *ctx, int keep_one);
     void (*stats)(const mk_ctx *ctx, mk_stats *out);
     void (*set_owner)(mk_ctx *ctx, uintptr_t tid);
+    /* mk_ctx_trim: release (and decommit) every block holding no live
+     * chunk; returns the bytes decommitted.  NULL: nothing to give. */
+    size_t (*trim)(mk_ctx *ctx);
     /* Instrumented contexts: is chunk @p live (1), freed (0) or not a chunk
      * (-1); NULL: the instrument layer's bitmap knows.  And call @fn on
      * every live chunk. */

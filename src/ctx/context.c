@@ -146,7 +146,29 @@ void mk_ctx_reset(mk_ctx *ctx)
         mki_ctx_collect(ctx); /* chunks freed elsewhere are not live */
         mki_instr_reset(ctx, 0);
     }
-    mki_kinds[ctx->kind]->reset(ctx, 1);
+    mki_kinds[ctx->kind]->reset(ctx, !(ctx->flags & MK_CTX_RELEASE_ON_RESET));
+}
+
+size_t mk_ctx_trim(mk_ctx *ctx)
+{
+    size_t bytes = 0;
+    if (!ctx)
+        return 0;
+    /* pre-order over the tree */
+    for (mk_ctx *c = ctx; c;) {
+        const mki_kind_ops *ops = mki_kinds[c->kind];
+        ops->collect(c);
+        if (ops->trim)
+            bytes += ops->trim(c);
+        if (c->first_child) {
+            c = c->first_child;
+            continue;
+        }
+        while (c != ctx && !c->next_sibling)
+            c = c->parent;
+        c = c == ctx ? NULL : c->next_sibling;
+    }
+    return bytes;
 }
 
 void mk_ctx_delete(mk_ctx *ctx)

@@ -47,6 +47,20 @@ mki_page *mki_general_hi_empty[MKI_NCLASS_HI] = {E8, E8, &mki_page_empty,
 #undef E8
 _Static_assert(MKI_NCLASS_HI == 20, "mki_general_hi_empty lists 20 entries");
 
+/* Bytes of small pages per size class, process-wide, for the statistics
+ * (MEMKIT_STATS=json shows the largest classes): changed once per page. */
+_Atomic size_t mki_general_class_bytes[MKI_NCLASS];
+
+static void class_count(unsigned c, size_t bytes, int add)
+{
+    if (add)
+        atomic_fetch_add_explicit(&mki_general_class_bytes[c], bytes,
+                                  memory_order_relaxed);
+    else
+        atomic_fetch_sub_explicit(&mki_general_class_bytes[c], bytes,
+                                  memory_order_relaxed);
+}
+
 static mki_general *gen(mk_ctx *ctx) { return (mki_general *)ctx; }
 /* Not instrumented (instrumented chunks keep a tail at their end). */
 static int g_fast(const mk_ctx *ctx) { return ctx->fast_kind != MKI_KIND_SLOW; }
@@ -168,6 +182,7 @@ static int retire_full(mki_general *g, mki_page **slot, mki_page *pg)
 static void page_drop(mki_general *g, mki_page *pg)
 {
     g->page_bytes -= pg->size;
+    class_count(pg->cls, pg->size, 0);
     mki_segment_page_release(pg);
 }
 
@@ -205,6 +220,8 @@ static mki_page *take_spare(mki_general *g, unsigned c, uint32_t units)
         return NULL;
     }
     uint32_t sz = mki_class_size[c];
+    class_count(pg->cls, pg->size, 0);
+    class_count(c, pg->size, 1);
     pg->cls = (uint8_t)c;
     pg->chunk_size = sz;
     pg->capacity = (uint32_t)(pg->size / sz);
@@ -237,6 +254,7 @@ static mki_page *page_new(mki_general *g, unsigned c)
         return NULL;
     }
     g->page_bytes += pg->size;
+    class_count(c, pg->size, 1);
     return pg;
 }
 
@@ -501,6 +519,8 @@ static void release_but_largest(mki_page *pg, void *arg)
             return;
         pg = old;
     }
+    if (pg->kind == MKI_PAGE_SMALL)
+        class_count(pg->cls, pg->size, 0);
     mki_page_release(pg);
 }
 
@@ -585,6 +605,40 @@ static void set_tid(mki_page *pg, void *arg)
         mki_page_set_tid(pg, *(uintptr_t *)arg);
 }
 
+/* mk_ctx_trim: the spare page, and current pages that hold nothing. */
+static size_t general_trim(mk_ctx *ctx)
+{
+    mki_general *g = gen(ctx);
+    size_t bytes = 0;
+    if (g->spare) {
+        mki_page *pg = g->spare;
+        g->spare = NULL;
+        g->page_bytes -= pg->size;
+        class_count(pg->cls, pg->size, 0);
+        bytes += mki_segment_page_release_now(pg);
+    }
+    for (uint64_t bits = g->classes; bits; bits &= bits - 1) {
+        unsigned c = (unsigned)__builtin_ctzll(bits);
+        mki_page **slot = slot_of(g, c), *pg = *slot;
+        if (pg->used != 1) /* the pin alone: no live chunk */
+            continue;
+        mki_page *next = pg->next, *tail = pg->prev;
+        if (next) {
+            next->prev = tail; /* the next page takes its place */
+            next->flags |= MKI_PF_CURRENT;
+            next->used++;
+            *slot = next;
+        } else {
+            *slot = &mki_page_empty;
+            g->classes &= ~(1ull << c);
+        }
+        g->page_bytes -= pg->size;
+        class_count(pg->cls, pg->size, 0);
+        bytes += mki_segment_page_release_now(pg);
+    }
+    return bytes;
+}
+
 static void general_set_owner(mk_ctx *ctx, uintptr_t tid)
 {
     each_page(gen(ctx), set_tid, &tid);
@@ -621,5 +675,6 @@ const mki_kind_ops mki_general_ops = {
     .reset = general_reset,
     .stats = general_stats,
     .set_owner = general_set_owner,
+    .trim = general_trim,
     .each_live = general_each_live,
 };

@@ -285,6 +285,19 @@ static void gen_stats(const mk_ctx *ctx, mk_stats *out)
 
 static void gen_set_owner(mk_ctx *ctx, uintptr_t tid) { (void)ctx, (void)tid; }
 
+/* mk_ctx_trim: the block being filled, if it holds nothing (every other
+ * block goes back when its last chunk dies). */
+static size_t gen_trim(mk_ctx *ctx)
+{
+    mki_gen *g = gen(ctx);
+    mki_page *pg = g->cur;
+    if (pg == &mki_page_empty || pg->used != 0)
+        return 0;
+    mki_page_list_remove(&g->blocks, pg);
+    g->cur = &mki_page_empty;
+    return mki_segment_page_release_now(pg);
+}
+
 static int gen_init(mk_ctx *ctx, const mk_ctx_opts *opts)
 {
     mki_gen *g = gen(ctx);
@@ -308,6 +321,7 @@ const mki_kind_ops mki_generation_ops = {
     .reset = gen_reset,
     .stats = gen_stats,
     .set_owner = gen_set_owner,
+    .trim = gen_trim,
     .is_live = gen_is_live,
     .each_live = gen_each_live,
 };

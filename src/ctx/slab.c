@@ -350,6 +350,29 @@ static void slab_stats(const mk_ctx *ctx, mk_stats *out)
     each_page(slab((mk_ctx *)ctx), add_stats, out);
 }
 
+/* mk_ctx_trim: the spare page, and the current page if it holds nothing
+ * (nor the pool's front). */
+static size_t slab_trim(mk_ctx *ctx)
+{
+    mki_slab *s = slab(ctx);
+    size_t bytes = 0;
+    if (spare_held(s, NULL)) {
+        mki_page *pg = s->spare;
+        s->spare = NULL;
+        mki_page_list_remove(&s->bucket[pg->cls], pg);
+        bytes += mki_segment_page_release_now(pg);
+    }
+    mki_page *cur = s->curpg;
+    if (cur != &mki_page_empty && cur->used == 0 &&
+        !(s->front && s->front->count)) {
+        set_current(s, &mki_page_empty);
+        if (s->spare == cur)
+            s->spare = NULL;
+        bytes += mki_segment_page_release_now(cur);
+    }
+    return bytes;
+}
+
 static void slab_set_owner(mk_ctx *ctx, uintptr_t tid)
 {
     (void)ctx, (void)tid; /* slab pages never take the fast free path */
@@ -409,5 +432,6 @@ const mki_kind_ops mki_slab_ops = {
     .reset = slab_reset,
     .stats = slab_stats,
     .set_owner = slab_set_owner,
+    .trim = slab_trim,
     .each_live = slab_each_live,
 };

@@ -358,7 +358,41 @@ fail:
     return NULL;
 }
 
+static void release(mki_page *pg);
+
+size_t mki_segment_page_release_now(mki_page *pg)
+{
+    /* the OS pages that lie wholly in this page: nobody else can cut a
+     * page from them before it is released, so no lock is needed */
+    uintptr_t a = ((uintptr_t)pg->start + MKI_OS_PAGE - 1) & ~(uintptr_t)(MKI_OS_PAGE - 1);
+    uintptr_t b = ((uintptr_t)pg->start + pg->size) & ~(uintptr_t)(MKI_OS_PAGE - 1);
+    mki_segment *s = mki_segment_of(pg->start);
+    size_t bytes = 0;
+    if (b > a) {
+        unsigned first = (unsigned)((a - (uintptr_t)s) >> MKI_UNIT_SHIFT);
+        unsigned n = (unsigned)((b - a) >> MKI_UNIT_SHIFT);
+        pthread_mutex_lock(&arena_lock);
+        for (unsigned u = first; u < first + n; u++)
+            bytes += bit_get(s->committed, u) ? MKI_UNIT : 0;
+        bits_set(s->committed, first, n, 0);
+        UNCOUNT(seg_committed, bytes);
+        pthread_mutex_unlock(&arena_lock);
+        mki_os_decommit((void *)a, b - a, bytes, MKI_OS_DONTNEED);
+    }
+    release(pg);
+    return bytes;
+}
+
 void mki_segment_page_release(mki_page *pg)
+{
+    if (pg->ctx && (pg->ctx->flags & MK_CTX_RELEASE_ON_RESET)) {
+        mki_segment_page_release_now(pg);
+        return;
+    }
+    release(pg);
+}
+
+static void release(mki_page *pg)
 {
     mki_segment *s = mki_segment_of(pg->start);
     if (pg->live)
