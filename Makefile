@@ -3,7 +3,7 @@
 #
 #   make              build libraries, tests, benchmarks, examples (./build)
 #   make test         build, then run every test (ctest)
-#   make bench        build, then run the quick benchmark suite (< 3 min)
+#   make bench        build, then run the quick benchmark suite (about 5-7 min on 2 cores)
 #   make bench-full   the whole benchmark grid (long)
 #   make asan-test    the tests under AddressSanitizer + UBSan (./build-asan)
 #   make tsan-test    the tests under ThreadSanitizer (./build-tsan)
