@@ -177,6 +177,10 @@ void *mki_general_refill(mki_general *g, mki_page *pg, size_t size);
  * (only GENERAL pages take that path). */
 void mki_general_page_empty(mki_page *pg);
 void mki_general_collect(mk_ctx *ctx);
+/* Secure mode (annotate.h): allocation and an owner's free of a chunk of a
+ * small page that is not full, without the inline paths. */
+void *mki_general_alloc_secure(mki_general *g, size_t size);
+void mki_general_free_secure(mki_page *pg, void *p);
 /* Bytes of small pages per size class, process-wide (relaxed). */
 extern _Atomic size_t mki_general_class_bytes[MKI_NCLASS];
 /* A chunk of a GENERAL small page freed by a thread that does not own the
@@ -213,6 +217,11 @@ void mki_error_report(const char *what, const void *p, const mk_ctx *ctx);
  * leaked".  Aborts only in the checking build (same rules as above). */
 void mki_error_leak(const char *noun, const char *name, const char *things,
                     size_t n, size_t bytes);
+/* Release-build reports (glibc's words): "memkit: FN(): invalid pointer P"
+ * for a pointer outside memkit's segments or in no chunk, and "memkit:
+ * double free of P (context NAME)".  Abort as mki_error_report does. */
+void mki_error_invalid(const char *fn, const void *p);
+void mki_error_double_free(const void *p, const mk_ctx *ctx);
 /* Report a chunk freed into the wrong pool. */
 void mki_error_wrong_pool(const void *p, const char *owner_noun,
                           const char *owner, const char *named);
@@ -264,6 +273,8 @@ MKI_INLINE void mki_purge_safe_point(void)
         mki_purge_safe_point_slow();
 }
 void mki_purge_fork(int phase); /* as mki_meta_fork */
+/* memkit took more address space from the OS (cheap: a flag). */
+void mki_purge_grew(void);
 /* mk_option_set changed the purge mode or delay: wake the thread. */
 void mki_purge_options_changed(void);
 void mki_purge_figures(size_t *bytes, size_t *passes);
@@ -287,6 +298,7 @@ enum mki_option {
     MKI_OPT_PURGE,              /* enum mki_purge_mode */
     MKI_OPT_PURGE_THREAD,       /* passes on a background thread */
     MKI_OPT_VALGRIND,           /* annotate for Memcheck when under it */
+    MKI_OPT_SECURE,             /* secure mode (fixed at start) */
     MKI_OPT_VERBOSE,            /* print the options at start */
     MKI_OPT_STATS,              /* print the process figures at exit */
     MKI_OPT_COUNT

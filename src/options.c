@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -28,6 +29,14 @@ static const char *const stats_words[] = {"off", "text", "json", NULL};
 static const char *const purge_words[] = {"off", "dontneed", "free", "unmap",
                                           NULL};
 static const char *const bool_words[] = {"off", "on", NULL};
+static const char *const secure_words[] = {"off", "on", "guard", NULL};
+
+#ifndef MEMKIT_SECURE_DEFAULT
+#define MEMKIT_SECURE_DEFAULT 0
+#endif
+
+int mki_secure;          /* MKI_OPT_SECURE, fixed at start */
+uintptr_t mki_link_key;  /* the secret of encoded links (annotate.h) */
 
 static const option_def defs[MKI_OPT_COUNT] = {
     /* How long a segment stays empty before it goes back to the OS:
@@ -45,6 +54,10 @@ static const option_def defs[MKI_OPT_COUNT] = {
     [MKI_OPT_PURGE_THREAD] = {"purge_thread", "MEMKIT_PURGE_THREAD", 0, 1,
                               bool_words},
     [MKI_OPT_VALGRIND] = {"valgrind", "MEMKIT_VALGRIND", 0, 1, bool_words},
+    /* Secure mode: 1 the defences (free of a pointer memkit does not hold
+     * and double frees reported, free lists encoded and checked), 2 also
+     * guard pages and a random allocation order.  Read at start only. */
+    [MKI_OPT_SECURE] = {"secure", "MEMKIT_SECURE", 0, 2, secure_words},
     /* Print the options in force on stderr when memkit starts. */
     [MKI_OPT_VERBOSE] = {"verbose", "MEMKIT_VERBOSE", 0, 1, bool_words},
     /* Print the process figures at exit: 1 "text", 2 "json"; on stderr, or
@@ -58,6 +71,7 @@ _Atomic long mki_options[MKI_OPT_COUNT] = {
     [MKI_OPT_PURGE] = MKI_PURGE_DONTNEED,
     [MKI_OPT_PURGE_THREAD] = 1,
     [MKI_OPT_VALGRIND] = 1,
+    [MKI_OPT_SECURE] = MEMKIT_SECURE_DEFAULT,
     [MKI_OPT_VERBOSE] = 0,
     [MKI_OPT_STATS] = 0,
 };
@@ -113,6 +127,19 @@ static void read_environment(void)
         mki_line_str(&l, " (not a value this option takes)");
         mki_line_write(&l, STDERR_FILENO);
     }
+    /* secure mode is decided here, before any context exists, and never
+     * changes: links written one way must be read the same way */
+    mki_secure = (int)atomic_load(&mki_options[MKI_OPT_SECURE]);
+    if (mki_secure) {
+        uintptr_t key = (uintptr_t)&mki_link_key; /* ASLR bits at least */
+        const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
+        if (r) {
+            uintptr_t k;
+            memcpy(&k, r, sizeof k);
+            key ^= k;
+        }
+        mki_link_key = key | 1; /* never 0 */
+    }
     if (atomic_load(&mki_options[MKI_OPT_VERBOSE]))
         print_options();
 }
@@ -144,6 +171,10 @@ int mk_option_set(const char *name, long value)
     int i = find(name);
     if (i < 0 || value < defs[i].min || value > defs[i].max) {
         errno = EINVAL;
+        return -1;
+    }
+    if (i == MKI_OPT_SECURE && value != mki_options[i]) {
+        errno = EPERM; /* decided at start (MEMKIT_SECURE) */
         return -1;
     }
     atomic_store(&mki_options[i], value);

@@ -128,6 +128,8 @@ static MKI_NOINLINE void *alloc_slow(mk_pool *pool)
         return NULL;
     if (c->fast_kind == MKI_KIND_SLOW)
         return mki_instr_alloc(c, pool->size, 0);
+    if (c->fast_kind != MK_SLAB) /* secure mode: encoded links */
+        return mki_slab_alloc_chunk((mki_slab *)c);
     return mki_slab_alloc_fast((mki_slab *)c);
 }
 
@@ -146,6 +148,10 @@ void *mk_pool_alloc(mk_pool *pool)
 
 static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
 {
+    if (!MK_CONFIG_CHECK && mki_secure && !mki_segment_known(obj)) {
+        mki_error_invalid("mk_pool_free", obj);
+        return;
+    }
     mki_page *pg = MK_CONFIG_CHECK ? mki_check_pointer(obj)
                                    : mki_page_of(obj);
     if (!pg)
@@ -159,11 +165,13 @@ static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
     }
     if (c->fast_kind == MKI_KIND_SLOW)
         mki_instr_free(pg, obj);
-    else if (!(pool->flags & MK_POOL_THREADSAFE) ||
-             mki_ctx_owner(c) == mki_tid())
-        mki_slab_free_fast((mki_slab *)c, pg, obj);
-    else
+    else if ((pool->flags & MK_POOL_THREADSAFE) &&
+             mki_ctx_owner(c) != mki_tid())
         mki_chunk_remote_push(c, obj);
+    else if (c->fast_kind != MK_SLAB) /* secure mode: encoded links */
+        mki_slab_free_chunk(pg, obj);
+    else
+        mki_slab_free_fast((mki_slab *)c, pg, obj);
 }
 
 void mk_pool_free(mk_pool *pool, void *obj)

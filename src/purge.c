@@ -158,6 +158,8 @@ static void start_thread(void)
  * process has grown past PURGE_THREAD_AT (os figures) and has none. */
 _Atomic int mki_purge_want;
 
+static void want_if_large(void);
+
 void mki_purge_safe_point_slow(void)
 {
     atomic_store_explicit(&mki_purge_want, 0, memory_order_relaxed);
@@ -166,7 +168,14 @@ void mki_purge_safe_point_slow(void)
         start_thread();
 }
 
-/* The OS layer's reservations grew: want a thread once they are large. */
+/* The OS layer's reservations grew: want a thread once they are large
+ * (called where memory is taken, so that a program that only grows, then
+ * frees and goes quiet, has its thread before it goes quiet). */
+void mki_purge_grew(void)
+{
+    want_if_large();
+}
+
 static void want_if_large(void)
 {
     if (atomic_load_explicit(&thread_state, memory_order_relaxed) == 0 &&

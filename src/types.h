@@ -174,6 +174,11 @@ typedef struct mki_callback {
  * unchanged by the existence of the instrumented mode.
  */
 #define MKI_KIND_SLOW 0xffu
+/* A context of secure mode (MEMKIT_SECURE): not instrumented, but no call
+ * on it takes an inline fast path (its pages' fast_tid is 0 too), so that
+ * every free-list link goes through the encoded accessors (annotate.h)
+ * and every free through the checked path. */
+#define MKI_KIND_SECURE 0xfeu
 
 struct mk_ctx {
     uint8_t kind;         /* mk_kind */

@@ -96,3 +96,32 @@ void mki_error_report(const char *what, const void *p, const mk_ctx *ctx)
     }
     emit(&l, 1);
 }
+
+void mki_error_invalid(const char *fn, const void *p)
+{
+    if (atomic_load(&silenced))
+        return;
+    mki_line l = {.len = 0};
+    mki_line_str(&l, "memkit: ");
+    mki_line_str(&l, fn);
+    mki_line_str(&l, "(): invalid pointer ");
+    mki_line_ptr(&l, p);
+    emit(&l, 1);
+}
+
+void mki_error_double_free(const void *p, const mk_ctx *ctx)
+{
+    if (atomic_load(&silenced))
+        return;
+    mki_line l = {.len = 0};
+    mki_line_str(&l, "memkit: double free of ");
+    mki_line_ptr(&l, p);
+    if (ctx) {
+        mki_line_str(&l, " (context ");
+        mki_line_str(&l, ctx->name ? ctx->name : "?");
+        mki_line_str(&l, ")");
+    } else {
+        mki_line_str(&l, " (memory memkit holds free)");
+    }
+    emit(&l, 1);
+}

@@ -41,8 +41,11 @@
 
 static MKI_NOINLINE void *alloc_generic(mk_ctx *ctx, size_t size)
 {
+    mki_purge_safe_point(); /* before anything is touched (purge.c) */
     if (MKI_LIKELY(ctx->fast_kind == MK_GENERAL))
         return mki_general_alloc_slow((mki_general *)ctx, size);
+    if (ctx->fast_kind == MKI_KIND_SECURE && ctx->kind == MK_GENERAL)
+        return mki_general_alloc_secure((mki_general *)ctx, size);
     if (ctx->fast_kind == MKI_KIND_SLOW)
         return mki_instr_alloc(ctx, size, 0);
     if (size > MKI_SIZE_MAX) {
@@ -108,6 +111,7 @@ void *mk_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
         errno = ENOMEM;
         return NULL;
     }
+    mki_purge_safe_point();
     if (ctx->fast_kind == MKI_KIND_SLOW)
         return mki_instr_alloc(ctx, size, align);
     return mki_kinds[ctx->kind]->alloc_aligned(ctx, size, align);
@@ -145,8 +149,49 @@ void mki_chunk_remote_push(mk_ctx *ctx, void *p)
         &ctx->remote, &head, p, memory_order_release, memory_order_relaxed));
 }
 
+MKI_NOINLINE void mki_chunk_free_checked(void *p)
+{
+    if (MKI_UNLIKELY(!mki_segment_known(p))) {
+        mki_error_invalid("free", p);
+        return;
+    }
+    mki_page *pg = mki_page_of(p);
+    if (pg && pg->kind == MKI_PAGE_SMALL) {
+        if (p == pg->free) {
+            mki_error_double_free(p, pg->ctx);
+            return;
+        }
+        mk_ctx *ctx = pg->ctx;
+        if (ctx->fast_kind == MKI_KIND_SECURE && ctx->kind == MK_GENERAL &&
+            !(pg->flags & MKI_PF_FULL) && mki_ctx_owner(ctx) == mki_tid()) {
+            mki_general_free_secure(pg, p);
+            return;
+        }
+    }
+    mki_chunk_free_slow(pg, p);
+}
+
+void *mki_page_bad_link(mki_page *pg, void *chunk)
+{
+    mki_error_report("write to freed memory (its free-list link was "
+                     "overwritten)",
+                     chunk, pg->ctx);
+    return NULL; /* if a handler returned: the rest of the list is lost */
+}
+
+MKI_COLD void mki_chunk_free_twice(const mki_page *pg, const void *p)
+{
+    mki_error_double_free(p, pg->ctx);
+}
+
 MKI_NOINLINE void mki_chunk_free_slow(mki_page *pg, void *p)
 {
+    if (MKI_UNLIKELY(!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)) {
+        /* memory memkit holds, but in no chunk: freed already (a page or
+         * huge mapping that went back), or never handed out */
+        mki_error_double_free(p, NULL);
+        return;
+    }
     mk_ctx *ctx = pg->ctx;
     const mki_kind_ops *ops = mki_kinds[ctx->kind];
     if (ctx->fast_kind == MKI_KIND_SLOW) {
@@ -185,12 +230,19 @@ void mk_free(void *p)
 
 /* ---- queries and resizing ------------------------------------------------- */
 
-/* The page of a chunk handed to a query; in the checking build, validated. */
-static mki_page *page_for(const void *p)
+/* The page of a chunk handed to @fn; validated in the checking build; in
+ * the release build, a pointer outside memkit's segments or in no chunk is
+ * reported (NULL). */
+static mki_page *page_for(const void *p, const char *fn)
 {
     if (MK_CONFIG_CHECK)
         return mki_check_pointer(p);
-    return mki_page_of(p);
+    mki_page *pg = mki_segment_known(p) ? mki_page_of(p) : NULL;
+    if (MKI_UNLIKELY(!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)) {
+        mki_error_invalid(fn, p);
+        return NULL;
+    }
+    return pg;
 }
 
 void *mk_realloc(void *p, size_t size)
@@ -199,7 +251,7 @@ void *mk_realloc(void *p, size_t size)
         mk_ctx *cur = mk_ctx_current();
         return cur ? mk_alloc(cur, size) : NULL;
     }
-    mki_page *pg = page_for(p);
+    mki_page *pg = page_for(p, "realloc");
     if (!pg)
         return NULL;
     if (size > MKI_SIZE_MAX) {
@@ -219,7 +271,7 @@ size_t mk_usable_size(const void *p)
 {
     if (!p)
         return 0;
-    mki_page *pg = page_for(p);
+    mki_page *pg = page_for(p, "malloc_usable_size");
     if (!pg)
         return 0;
     if (pg->ctx->fast_kind == MKI_KIND_SLOW)
@@ -231,6 +283,6 @@ mk_ctx *mk_ctx_of(const void *p)
 {
     if (!p)
         return NULL;
-    mki_page *pg = page_for(p);
+    mki_page *pg = page_for(p, "mk_ctx_of");
     return pg ? pg->ctx : NULL;
 }

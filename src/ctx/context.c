@@ -58,6 +58,7 @@ mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
         return NULL;
     }
     const mki_kind_ops *ops = mki_kinds[kind];
+    mki_options_init(); /* secure mode is decided before any context */
     mk_ctx *c = mki_meta_alloc(ops->ctx_size);
     if (!c) {
         errno = ENOMEM;
@@ -65,11 +66,13 @@ mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
     }
     int instrumented = mki_instr_active();
     c->kind = (uint8_t)kind;
-    c->fast_kind = instrumented ? MKI_KIND_SLOW : (uint8_t)kind;
+    c->fast_kind = instrumented ? MKI_KIND_SLOW
+                   : mki_secure ? MKI_KIND_SECURE
+                                : (uint8_t)kind;
     c->flags = (uint16_t)(opts ? opts->flags : 0);
     c->name = name ? name : "?";
     atomic_init(&c->owner_tid, mki_tid());
-    c->fast_tid = instrumented ? 0 : mki_tid();
+    c->fast_tid = instrumented || mki_secure ? 0 : mki_tid();
     atomic_init(&c->remote, NULL);
     if (ops->init(c, opts) != 0) {
         mki_meta_free(c, ops->ctx_size);
@@ -215,7 +218,7 @@ mk_kind mk_ctx_kind(const mk_ctx *ctx) { return (mk_kind)ctx->kind; }
 void mki_ctx_set_owner_tid(mk_ctx *ctx, uintptr_t tid)
 {
     atomic_store_explicit(&ctx->owner_tid, tid, memory_order_relaxed);
-    if (ctx->fast_kind != MKI_KIND_SLOW)
+    if (ctx->fast_kind < MKI_KIND_SECURE) /* a kind's own fast paths */
         ctx->fast_tid = tid;
     mki_kinds[ctx->kind]->set_owner(ctx, ctx->fast_tid);
 }

@@ -120,7 +120,7 @@ void mki_general_free_remote(mki_page *pg, void *p)
             mki_chunk_remote_push(pg->ctx, p);
             return;
         }
-        *(void **)p = (void *)(old & MKI_XF_PTR);
+        mki_link_set(p, (void *)(old & MKI_XF_PTR)); /* (encoded if secure) */
         uintptr_t val = ((old & ~MKI_XF_PTR) + MKI_XF_ONE) | (uintptr_t)p;
         /* release: the link store above is visible to the owner's acquire;
          * after this CAS the page may go back: touch nothing of it */
@@ -323,6 +323,27 @@ void *mki_general_alloc_slow(mki_general *g, size_t size)
         return NULL;
     }
     return large_alloc(g, size, 0);
+}
+
+/* Secure mode's allocation: the fast path's work, with the link read
+ * through the encoded, checked accessor (page.h). */
+void *mki_general_alloc_secure(mki_general *g, size_t size)
+{
+    if (size <= MKI_SMALL_MAX) {
+        mki_page *pg = mki_general_page_for(g, size);
+        if (pg->free)
+            return mki_page_take(pg);
+    }
+    return mki_general_alloc_slow(g, size);
+}
+
+/* Secure mode's free of a chunk of a small page the caller owns and that
+ * is not full: the fast path's work, with the link encoded. */
+void mki_general_free_secure(mki_page *pg, void *p)
+{
+    mki_page_push(pg, p);
+    if (--pg->used == 0)
+        mki_general_page_empty(pg); /* (used 0: not current) */
 }
 
 static void *general_alloc(mk_ctx *ctx, size_t size)

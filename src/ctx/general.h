@@ -53,15 +53,35 @@ MKI_INLINE void *mki_general_pop(mki_page *pg)
     return b;
 }
 
-/* Out of line: a chunk freed where the fast path does not apply. */
+/* Out of line: a chunk freed where the fast path does not apply (@pg may
+ * be NULL: a pointer into a unit no page covers). */
 void mki_chunk_free_slow(mki_page *pg, void *p);
+/* Out of line, cold: report a chunk freed twice (it is the head of its
+ * page's free list). */
+void mki_chunk_free_twice(const mki_page *pg, const void *p);
+/* Secure mode's free: before anything the pointer leads to is read, its
+ * segment must be one memkit holds (a bit in a map of the address space),
+ * so that free of a stack or foreign pointer is reported, not followed. */
+void mki_chunk_free_checked(void *p);
 
-/* mk_free and free: the fast path of the release build. */
+/* mk_free and free: the fast path of the release build.  A chunk freed
+ * twice in a row is seen as the head of its page's free list (one
+ * comparison); the rest of the defences cost more (7% on W2) and are
+ * secure mode's (docs/DESIGN.md, "Hardening"). */
 MKI_INLINE void mki_chunk_free(void *p)
 {
+    if (MKI_UNLIKELY(mki_secure)) {
+        mki_chunk_free_checked(p);
+        return;
+    }
     mki_page *pg = mki_page_of(p);
-    if (MKI_LIKELY(mki_page_tid(pg) == mki_tid_now())) {
-        *(void **)p = pg->free;
+    if (MKI_LIKELY(pg != NULL && mki_page_tid(pg) == mki_tid_now())) {
+        void *head = pg->free;
+        if (MKI_UNLIKELY(p == head)) {
+            mki_chunk_free_twice(pg, p);
+            return;
+        }
+        *(void **)p = head;
         pg->free = p;
         if (MKI_UNLIKELY(--pg->used == 0))
             mki_general_page_empty(pg);

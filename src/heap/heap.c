@@ -265,6 +265,8 @@ void *mki_heap_alloc(size_t n)
         errno = ENOMEM;
         return NULL;
     }
+    if (c->fast_kind == MKI_KIND_SECURE && c->kind == MK_GENERAL)
+        return mki_general_alloc_secure((mki_general *)c, n);
     return mk_alloc(c, n);
 }
 

@@ -91,9 +91,13 @@ EXPORT void *realloc(void *p, size_t n)
         mki_override_free(p);
         return NULL;
     }
+    if (!MK_CONFIG_CHECK && !mki_segment_known(p)) {
+        mki_error_invalid("realloc", p);
+        return NULL;
+    }
     mk_ctx *owner = mk_ctx_of(p);
     if (!owner)
-        return NULL; /* the checking build reported it */
+        return NULL; /* reported */
     if (mki_ctx_owner(owner) == mki_tid() || mk_ctx_kind(owner) == MK_BUMP)
         return mk_realloc(p, n); /* (a bump chunk cannot be resized: ENOTSUP) */
     /* another thread's context: keep the chunk if it fits, else move it

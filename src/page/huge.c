@@ -299,6 +299,7 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
     }
     mki_page *pg = header_set(s, total, committed, off, body);
     pg->flags = MKI_PF_FRESH;
+    mki_purge_grew();
     COUNT(live_count, 1);
     COUNT(live_committed, committed);
     return pg;

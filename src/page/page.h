@@ -18,6 +18,18 @@
  * NULL test (its fast_tid is 0, so no free ever reaches it). */
 extern mki_page mki_page_empty;
 
+/* Is @p in a segment memkit holds?  A bit per 4 MiB of address space
+ * (segment.c); the release build's free tests it first, so that a pointer
+ * memkit never returned is reported, not followed. */
+#define MKI_SEGMAP_BITS ((size_t)1 << (47 - MKI_SEG_SHIFT))
+extern uint64_t mki_segmap[MKI_SEGMAP_BITS / 64];
+MKI_INLINE int mki_segment_known(const void *p)
+{
+    uintptr_t i = ((uintptr_t)p - 1) >> MKI_SEG_SHIFT;
+    return i < MKI_SEGMAP_BITS &&
+           ((__atomic_load_n(&mki_segmap[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1);
+}
+
 /* The segment holding chunk @p (see types.h for why p - 1). */
 MKI_INLINE mki_segment *mki_segment_of(const void *p)
 {
@@ -75,13 +87,31 @@ MKI_INLINE int mki_page_has_chunk(const mki_page *pg)
     return pg->free != NULL || pg->extend < pg->end;
 }
 
+/* Is @q the start of a chunk of small page @pg? */
+MKI_INLINE int mki_page_holds(const mki_page *pg, const void *q)
+{
+    const char *c = q;
+    return c >= pg->start && c < pg->end &&
+           (size_t)(c - pg->start) % pg->chunk_size == 0;
+}
+
+/* A free chunk's link word does not lead to a chunk of its page (a write to
+ * freed memory, or a forged link): report it; returns the list's new head
+ * (none: the rest of the list is dropped). */
+void *mki_page_bad_link(mki_page *pg, void *chunk);
+
 /* A chunk from a page that has one: the free list first, else the next
- * never-used chunk.  Pre: mki_page_has_chunk(pg). */
+ * never-used chunk.  Pre: mki_page_has_chunk(pg).  The checking build and
+ * secure mode check the link before following it. */
 MKI_INLINE void *mki_page_take(mki_page *pg)
 {
     void *b = pg->free;
     if (b) {
-        pg->free = mki_link_get(b);
+        void *next = mki_link_get(b);
+        if ((MK_CONFIG_CHECK || mki_secure) && next &&
+            MKI_UNLIKELY(!mki_page_holds(pg, next)))
+            next = mki_page_bad_link(pg, b);
+        pg->free = next;
     } else {
         b = pg->extend;
         pg->extend += pg->chunk_size;

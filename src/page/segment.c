@@ -155,14 +155,36 @@ static mki_segment **list_of(mki_segment *s)
 
 /* Add or remove a segment; 0, or -1 when the checking build cannot record
  * it (the segment must then not be used: its chunks would look foreign). */
+/* The map of every 4 MiB of address space memkit holds a segment at (the
+ * release build's test of a pointer handed to free, page.h): a bit per
+ * segment, 4 MiB of zero-filled memory in all, of which only the words
+ * near memkit's segments are ever touched.  Readers are lock-free (relaxed
+ * loads); writers hold arena_lock. */
+uint64_t mki_segmap[MKI_SEGMAP_BITS / 64];
+
+static void segmap_put(uintptr_t base, int add)
+{
+    uintptr_t i = base >> MKI_SEG_SHIFT;
+    if (i >= MKI_SEGMAP_BITS)
+        return; /* outside the map: its pointers are taken as foreign */
+    uint64_t bit = 1ull << (i % 64);
+    if (add)
+        __atomic_fetch_or(&mki_segmap[i / 64], bit, __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_and(&mki_segmap[i / 64], ~bit, __ATOMIC_RELAXED);
+}
+
 static int registry_put(uintptr_t base, int add)
 {
+    segmap_put(base, add);
     if (!MK_CONFIG_CHECK)
         return 0;
     if (!registry) /* made with the first segment; a failure is retried */
         registry = mki_os_reserve(REG_CAP * sizeof(uintptr_t), MKI_OS_PAGE);
-    if (!registry)
+    if (!registry) {
+        segmap_put(base, 0);
         return -1;
+    }
     uintptr_t key = base >> MKI_SEG_SHIFT;
     size_t i = (size_t)(key * 0x9E3779B97F4A7C15ull) % REG_CAP;
     for (size_t n = 0; n < REG_CAP; n++, i = (i + 1) % REG_CAP) {
@@ -177,6 +199,7 @@ static int registry_put(uintptr_t base, int add)
         if (registry[i] == 0)
             return 0;
     }
+    segmap_put(base, 0);
     return -1; /* full: 256 GiB of segments */
 }
 
@@ -255,6 +278,7 @@ static mki_segment *segment_new(void)
     }
     atomic_fetch_add_explicit(&segment_count, 1, memory_order_relaxed);
     COUNT(seg_committed, header);
+    mki_purge_grew();
     return s;
 }
 
@@ -525,32 +549,50 @@ static uint64_t whole_pages(uint64_t x)
 }
 
 /* Collect the runs of @s to purge (lock held): free and committed units,
- * only those already free at the last pass unless @force; they are marked
- * used until the purge is done.  Returns 1 if units stay to purge later. */
+ * only those already free at the last pass unless @force; a run spans
+ * bitmap words (one system call per free run, not per word); its units
+ * are marked used until the purge is done.  Returns 1 if units stay to
+ * purge later. */
 static int collect_runs(mki_segment *s, int force, purge_run *runs,
                         unsigned *nr)
 {
     int later = 0, took = 0;
-    for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++) {
-        uint64_t idle = ~s->used[w] & s->committed[w];
-        uint64_t cand = whole_pages(force ? idle : idle & s->aged[w]);
-        if (*nr >= MAX_RUNS)
-            cand = 0;
-        s->aged[w] = idle & ~cand;
-        later |= s->aged[w] != 0;
-        while (cand && *nr < MAX_RUNS) {
-            unsigned b = (unsigned)__builtin_ctzll(cand);
-            uint64_t run = cand >> b;
-            unsigned n = run == ~0ull >> b ? 64 - b : (unsigned)__builtin_ctzll(~run);
-            runs[(*nr)++] = (purge_run){s, w * 64 + b, n};
-            cand &= n + b >= 64 ? 0 : ~0ull << (b + n);
-            if (!took)
-                list_remove(list_of(s), s);
-            took = 1;
-            bits_set(s->used, w * 64 + b, n, 1);
-            s->free_units -= n;
+    unsigned start = 0, len = 0; /* the run being built */
+    for (unsigned w = 0; w <= MKI_BITMAP_WORDS; w++) {
+        uint64_t cand = 0;
+        if (w < MKI_BITMAP_WORDS) {
+            uint64_t idle = ~s->used[w] & s->committed[w];
+            cand = whole_pages(force ? idle : idle & s->aged[w]);
+            if (*nr >= MAX_RUNS)
+                cand = 0;
+            s->aged[w] = idle & ~cand;
+            later |= s->aged[w] != 0;
         }
-        later |= cand != 0;
+        for (unsigned b = 0; b < 64; b++) {
+            int in = w < MKI_BITMAP_WORDS && ((cand >> b) & 1);
+            if (in) {
+                if (!len)
+                    start = w * 64 + b;
+                len++;
+                continue;
+            }
+            if (!len)
+                continue;
+            if (*nr < MAX_RUNS) {
+                if (!took)
+                    list_remove(list_of(s), s);
+                took = 1;
+                runs[(*nr)++] = (purge_run){s, start, len};
+                bits_set(s->used, start, len, 1);
+                s->free_units -= len;
+            } else {
+                later = 1; /* no room in this pass: the next one */
+                bits_set(s->aged, start, len, 1);
+            }
+            len = 0;
+            if (w >= MKI_BITMAP_WORDS)
+                break;
+        }
     }
     if (took)
         list_push(list_of(s), s);
