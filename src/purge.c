@@ -221,6 +221,9 @@ void mki_purge_note(void)
 
 void mki_purge_options_changed(void)
 {
+    /* memory freed while the policy was off counts as free since then:
+     * switched on (or to a new delay), a pass is scheduled */
+    mki_purge_note();
     if (atomic_load(&thread_state) != 2)
         return;
     pthread_mutex_lock(&purge_lock);
