@@ -146,6 +146,14 @@ static void read_environment(void)
 
 void mki_options_init(void) { pthread_once(&env_once, read_environment); }
 
+/* The environment is read when the library is loaded, so that a program
+ * that never allocates still gets MEMKIT_VERBOSE and MEMKIT_STATS (reading
+ * it needs no allocation: getenv). */
+__attribute__((constructor)) static void options_at_load(void)
+{
+    mki_options_init();
+}
+
 static int find(const char *name)
 {
     for (int i = 0; name && i < MKI_OPT_COUNT; i++)

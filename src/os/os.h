@@ -76,9 +76,11 @@ int mki_os_commit(void *p, size_t size);
 /*
  * Let the kernel take the pages of [p, p+size) (OS-page aligned) back;
  * @account is how many committed bytes this removes from the counter (the
- * caller may decommit ranges it only partly counted).  Never fails.
+ * caller may decommit ranges it only partly counted).  Returns 0, or -1 if
+ * madvise failed (or failure was injected): the pages are then untouched,
+ * still committed and usable, and nothing was uncounted.
  */
-void mki_os_decommit(void *p, size_t size, size_t account, int how);
+int mki_os_decommit(void *p, size_t size, size_t account, int how);
 
 /*
  * The calling thread's identity, unique over the whole life of the process
@@ -102,8 +104,8 @@ size_t mki_os_committed(void);
 size_t mki_os_calls(void);
 
 /*
- * Failure injection for tests: the @n-th OS request from now (reserve or
- * commit; 1 = the next one) fails.  With @repeat non-zero every request from
+ * Failure injection for tests: the @n-th OS request from now (reserve,
+ * commit, decommit, resize; 1 = the next one) fails.  With @repeat non-zero every request from
  * the n-th on fails.  n = 0 switches injection off.
  */
 void mki_os_fail_at(long n, int repeat);

@@ -144,21 +144,44 @@ int mki_os_commit(void *p, size_t size)
     return 0;
 }
 
-void mki_os_decommit(void *p, size_t size, size_t account, int how)
+int mki_os_decommit(void *p, size_t size, size_t account, int how)
 {
     if (size) {
         atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+        if (injected_failure())
+            return -1;
 #ifdef MADV_FREE
         int advice = how == MKI_OS_FREE ? MADV_FREE : MADV_DONTNEED;
 #else
         int advice = MADV_DONTNEED;
         (void)how;
 #endif
-        if (madvise(p, size, advice) != 0 && advice != MADV_DONTNEED)
-            madvise(p, size, MADV_DONTNEED); /* old kernel: no MADV_FREE */
+        int r = madvise(p, size, advice);
+        if (r != 0 && advice != MADV_DONTNEED)
+            r = madvise(p, size, MADV_DONTNEED); /* old kernel: no MADV_FREE */
+        if (r != 0)
+            return -1;
     }
     atomic_fetch_sub_explicit(&committed_bytes, account, memory_order_relaxed);
+    return 0;
 }
+
+#if MK_CONFIG_FAULTS
+/* The test build's failure injection from the environment:
+ * MEMKIT_FAIL_OS=N makes the N-th OS request fail, MEMKIT_FAIL_OS=N+ the
+ * N-th and every one after.  Read before main (libmemkit-malloc-faults). */
+#include <stdlib.h>
+__attribute__((constructor)) static void fail_from_environment(void)
+{
+    const char *v = getenv("MEMKIT_FAIL_OS");
+    if (!v || !*v)
+        return;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (n > 0)
+        mki_os_fail_at(n, *end == '+');
+}
+#endif
 
 size_t mki_os_reserved(void) { return atomic_load(&reserved_bytes); }
 size_t mki_os_committed(void) { return atomic_load(&committed_bytes); }

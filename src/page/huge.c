@@ -308,13 +308,15 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
 void mki_huge_release(mki_page *pg)
 {
     mki_segment *s = mki_segment_of(pg->start);
+    /* a context that gives its memory back at once keeps no cached copy */
+    int at_once = pg->ctx && (pg->ctx->flags & MK_CTX_RELEASE_ON_RESET);
     pg->kind = MKI_PAGE_FREE; /* a second free of it is seen as such */
     pg->ctx = NULL;
     UNCOUNT(live_count, 1);
     UNCOUNT(live_committed, s->huge_committed);
     mki_segment *expired[2 * CACHE_SLOTS + 2];
     unsigned nexp = 0;
-    if ((size_t)(pg->start - (char *)s) == MKI_OS_PAGE &&
+    if ((size_t)(pg->start - (char *)s) == MKI_OS_PAGE && !at_once &&
         mki_option(MKI_OPT_PURGE_DELAY_MS) != 0) {
         pthread_mutex_lock(&huge_lock);
         nexp += cache_put(s, expired + nexp);
@@ -414,8 +416,11 @@ size_t mki_huge_purge(int force, int unmap_all_due,
     for (unsigned i = 0; i < nt; i++) {
         mki_segment *e = thin[i];
         size_t drop = e->huge_committed - MKI_OS_PAGE;
-        mki_os_decommit((char *)e + MKI_OS_PAGE, e->size - MKI_OS_PAGE, drop,
-                        MKI_OS_DONTNEED);
+        if (mki_os_decommit((char *)e + MKI_OS_PAGE, e->size - MKI_OS_PAGE,
+                            drop, MKI_OS_DONTNEED) != 0) {
+            *pending = 1; /* still committed: a later pass */
+            continue;
+        }
         e->huge_committed = MKI_OS_PAGE;
         total += drop;
     }

@@ -398,10 +398,15 @@ size_t mki_segment_page_release_now(mki_page *pg)
         pthread_mutex_lock(&arena_lock);
         for (unsigned u = first; u < first + n; u++)
             bytes += bit_get(s->committed, u) ? MKI_UNIT : 0;
-        bits_set(s->committed, first, n, 0);
-        UNCOUNT(seg_committed, bytes);
         pthread_mutex_unlock(&arena_lock);
-        mki_os_decommit((void *)a, b - a, bytes, MKI_OS_DONTNEED);
+        if (mki_os_decommit((void *)a, b - a, bytes, MKI_OS_DONTNEED) == 0) {
+            pthread_mutex_lock(&arena_lock);
+            bits_set(s->committed, first, n, 0);
+            UNCOUNT(seg_committed, bytes);
+            pthread_mutex_unlock(&arena_lock);
+        } else {
+            bytes = 0; /* still committed, still usable: a later pass */
+        }
     }
     release(pg);
     return bytes;
@@ -637,12 +642,18 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
 
     /* the system calls, without the lock */
     size_t header = MKI_SEG_HEADER_UNITS * MKI_UNIT;
-    for (unsigned i = 0; i < nr; i++)
-        mki_os_decommit((char *)runs[i].s + (size_t)runs[i].first * MKI_UNIT,
-                        (size_t)runs[i].n * MKI_UNIT,
-                        (size_t)runs[i].n * MKI_UNIT, how);
+    int failed = 0;
+    static unsigned char run_failed[MAX_RUNS], drop_failed[MAX_RUNS];
+    for (unsigned i = 0; i < nr; i++) {
+        run_failed[i] =
+            mki_os_decommit((char *)runs[i].s + (size_t)runs[i].first * MKI_UNIT,
+                            (size_t)runs[i].n * MKI_UNIT,
+                            (size_t)runs[i].n * MKI_UNIT, how) != 0;
+        failed |= run_failed[i];
+    }
     for (unsigned i = 0; i < nd; i++) {
         mki_segment *s = drop[i];
+        drop_failed[i] = 0;
         if (unmap_empty || kept + i >= KEEP_EMPTY) {
             total += committed_units_bytes(s);
             segment_release(s); /* counts its own bytes */
@@ -651,16 +662,28 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
             /* the data units (not the header: its first units share an
              * OS page with data only in the first data page, kept) */
             size_t data = (header + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
-            mki_os_decommit((char *)s + data, MKI_SEG_SIZE - data,
-                            committed_units_bytes(s) - header, how);
+            drop_failed[i] = mki_os_decommit((char *)s + data,
+                                             MKI_SEG_SIZE - data,
+                                             committed_units_bytes(s) - header,
+                                             how) != 0;
+            failed |= drop_failed[i];
         }
     }
+    /* a purge that failed leaves its memory committed and usable; a later
+     * pass tries again */
+    *pending |= failed;
 
     pthread_mutex_lock(&arena_lock);
     for (unsigned i = 0; i < nr; i++) {
         mki_segment *s = runs[i].s;
         list_remove(list_of(s), s);
         bits_set(s->used, runs[i].first, runs[i].n, 0);
+        if (run_failed[i]) {
+            bits_set(s->aged, runs[i].first, runs[i].n, 1);
+            s->free_units += runs[i].n;
+            list_push(list_of(s), s);
+            continue;
+        }
         bits_set(s->committed, runs[i].first, runs[i].n, 0);
         s->free_units += runs[i].n;
         s->max_run_hint = MKI_UNITS;
@@ -676,6 +699,10 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
         mki_segment *s = drop[i];
         if (!s)
             continue;
+        if (drop_failed[i]) { /* back as it was: empty, still committed */
+            list_push(&empty_list, s);
+            continue;
+        }
         size_t bytes = committed_units_bytes(s) - header;
         bits_set(s->committed, MKI_SEG_HEADER_UNITS,
                  MKI_UNITS - MKI_SEG_HEADER_UNITS, 0);

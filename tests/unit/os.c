@@ -108,9 +108,18 @@ static void test_fail_once(void)
     CHECK_EQ(mki_os_commit(p + 4096, 4096), 0);
     CHECK_EQ(mki_os_committed(), c0 + 8192);
 
-    /* decommit and release never fail and are not counted as requests */
+    /* a decommit is a request that can fail: it then changes nothing
+     * (the memory stays committed, counted, usable) */
     mki_os_fail_at(1, 0);
-    mki_os_decommit(p, 8192, 8192, MKI_OS_DONTNEED);
+    p[0] = 42;
+    CHECK_EQ(mki_os_decommit(p, 8192, 8192, MKI_OS_DONTNEED), -1);
+    CHECK_EQ(mki_os_committed(), c0 + 8192);
+    CHECK_EQ(p[0], 42);
+    CHECK_EQ(mki_os_decommit(p, 8192, 8192, MKI_OS_DONTNEED), 0);
+    CHECK_EQ(mki_os_committed(), c0);
+    CHECK_EQ(mki_os_commit(p, 8192), 0); /* (counted again, for below) */
+    /* release never fails and is not counted as a request */
+    mki_os_fail_at(1, 0);
     mki_os_release(q, 4096, 0);
     errno = 0;
     CHECK_EQ(mki_os_commit(p, 4096), -1); /* the injection was still armed */
@@ -121,7 +130,7 @@ static void test_fail_once(void)
     mki_os_fail_at(0, 0);
     for (int i = 0; i < 10; i++)
         CHECK_EQ(mki_os_commit(p, 4096), 0);
-    mki_os_release(p, 65536, 10 * 4096);
+    mki_os_release(p, 65536, 10 * 4096 + 8192);
     CHECK_EQ(mki_os_committed(), c0);
     CHECK_EQ(mki_os_reserved(), r0);
 }
