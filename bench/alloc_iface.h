@@ -53,6 +53,7 @@
 #define BJ_W2 0x04u       /* W2 pool test: needs an individual free */
 #define BJ_W5 0x08u       /* W5: many small contexts (needs child_new, tree_delete) */
 #define BJ_RSS 0x10u      /* RSS per chunk (allocate only) */
+#define BJ_W3 0x20u       /* W3 in-process: a 512 MiB peak, then churn (free) */
 
 typedef struct bench_alloc {
     const char *name; /* short column title: "mk-general", "malloc" */

@@ -71,7 +71,7 @@ static inline void sys_tree_delete(void *root, void **kids, size_t nkids, void *
 static const bench_alloc ba_malloc BENCH_UNUSED = {
     .name = "malloc",
     .desc = "malloc: the system malloc/free (reset = free every chunk)",
-    .joins = BJ_W1_FREE | BJ_W1_RESET | BJ_W2 | BJ_W5 | BJ_RSS,
+    .joins = BJ_W1_FREE | BJ_W1_RESET | BJ_W2 | BJ_W5 | BJ_RSS | BJ_W3,
     .ctx_new = sys_ctx_new,
     .tree_new = sys_tree_new,
     .child_new = sys_child_new,

@@ -97,7 +97,7 @@ static inline void mkc_tree_delete(void *root, void **kids, size_t nkids, void *
     };
 
 MK_BENCH_CTX(mk_general, "mk-general", "MK_GENERAL", mkg,
-             BJ_W1_FREE | BJ_W1_RESET | BJ_W2 | BJ_W5 | BJ_RSS)
+             BJ_W1_FREE | BJ_W1_RESET | BJ_W2 | BJ_W5 | BJ_RSS | BJ_W3)
 MK_BENCH_CTX(mk_gen, "mk-gen", "MK_GENERATION", mkgen,
              BJ_W1_FREE | BJ_W1_RESET | BJ_W2 | BJ_W5 | BJ_RSS)
 MK_BENCH_CTX(mk_slab, "mk-slab", "MK_SLAB (one per chunk size, opts.chunk_size)", mkslab,

@@ -56,6 +56,10 @@ void bench_w7(const bench_opts *o);
 /** W8: large blocks, 64 KiB..32 MiB (w8_large.c). */
 void bench_w8(const bench_opts *o);
 
+/** W3: FORM's sort buffers - a 512 MiB peak, then 64-byte churn, then a
+ *  quiet phase: RSS over time, and the churn's time (w3_peak.c). */
+void bench_w3(const bench_opts *o);
+
 /* ---- fresh processes for RSS figures (rss.c) ---- */
 struct bench_alloc;
 
@@ -70,5 +74,10 @@ int bench_child_spawn(const char *what, const struct bench_alloc *a, size_t size
 
 /** W5's child body: build the tree, print "before after check". */
 int bench_w5_child(const struct bench_alloc *a);
+
+/** W3's in-process child body (`--child w3 ALLOCATOR [OPS]`): the W3
+ *  kernel on a context of allocator @p id, @p ops churn operations (0: the
+ *  default); prints the line memkit-bench-malloc prints (w3_peak.c). */
+int bench_w3_child(int id, unsigned long long ops);
 
 #endif /* BENCH_H */

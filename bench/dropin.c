@@ -22,9 +22,18 @@
  *
  * Every child is memkit-bench-malloc, which prints one line: time,
  * operations, checksum, peak RSS (its own VmHWM; for `run`, W7's
- * trampoline, the program's).  The checksum must be glibc's under every
- * drop-in, or the cell is noted CHECKSUM MISMATCH (wrong data read back
- * without the program noticing; for W7, other output).
+ * trampoline, the program's), and for some workloads more figures (W3:
+ * RSS at given moments), which a job names by key.  The checksum must be
+ * glibc's under every drop-in, or the cell is noted CHECKSUM MISMATCH
+ * (wrong data read back without the program noticing; for W7, other
+ * output).
+ *
+ * memkit's purge modes (W3's extra columns) are memkit's library run with
+ * MEMKIT_PURGE=<mode> in the child's environment; the plain `memkit`
+ * column runs with the library's defaults (and whatever MEMKIT_* the
+ * bench's own environment holds).  A job may ask for memkit's own account
+ * of each run (MEMKIT_STATS=json, written at the child's exit into a
+ * temporary file that is read back and removed): bytes purged, passes.
  */
 #include "dropin.h"
 
@@ -37,6 +46,7 @@
 #include "measure.h"
 #include "report.h"
 #include "spawn.h"
+#include "timing.h"
 
 #ifndef MEMKIT_MALLOC_PATH
 #define MEMKIT_MALLOC_PATH ""
@@ -53,6 +63,7 @@ static const struct dropin {
     const char *file;    /* the library's file name (NULL: glibc, no preload) */
     const char *package; /* Debian package that installs it */
     const char *what;
+    const char *env;     /* a purge mode: memkit's library with this set */
 } dropins[BD_COUNT] = {
     [BD_glibc] = {"glibc", NULL, NULL, "glibc's malloc, no LD_PRELOAD: the baseline"},
     [BD_memkit] = {"memkit", NULL, NULL, "libmemkit-malloc"},
@@ -60,7 +71,18 @@ static const struct dropin {
     [BD_mimalloc] = {"mimalloc", "libmimalloc.so.2", "libmimalloc2.0", "mimalloc"},
     [BD_tcmalloc] = {"tcmalloc", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4",
                      "gperftools' tcmalloc (minimal)"},
+    [BD_memkit_off] = {"memkit:off", NULL, NULL, "libmemkit-malloc", "MEMKIT_PURGE=off"},
+    [BD_memkit_dontneed] = {"memkit:dontneed", NULL, NULL, "libmemkit-malloc",
+                            "MEMKIT_PURGE=dontneed"},
+    [BD_memkit_free] = {"memkit:free", NULL, NULL, "libmemkit-malloc", "MEMKIT_PURGE=free"},
+    [BD_memkit_unmap] = {"memkit:unmap", NULL, NULL, "libmemkit-malloc", "MEMKIT_PURGE=unmap"},
 };
+
+/* Is drop-in @d memkit's library (its own column or a purge mode)? */
+static int is_memkit(int d)
+{
+    return d == BD_memkit || d >= BD_FIRST_MODE;
+}
 
 static signed char state[BD_COUNT]; /* 0 unknown, 1 ready, -1 not */
 static const char *reason[BD_COUNT];
@@ -95,7 +117,7 @@ int bench_dropin_ready(int d, const char **why)
     if (!state[d]) {
         state[d] = 1;
         reason[d] = "";
-        if (d == BD_memkit) {
+        if (is_memkit(d)) {
             const char *env = getenv("MEMKIT_BENCH_MALLOC_LIB");
             snprintf(path[d], sizeof path[d], "%s", env && *env ? env : MEMKIT_MALLOC_PATH);
             if (!path[d][0] || access(path[d], R_OK) != 0) {
@@ -126,11 +148,13 @@ void bench_dropin_describe(FILE *out)
 {
     for (int d = 0; d < BD_COUNT; d++) {
         const char *why;
-        fprintf(out, "%-11s %-9s ", d == 0 ? "drop-ins:" : "", dropins[d].name);
+        fprintf(out, "%-11s %-15s ", d == 0 ? "drop-ins:" : "", dropins[d].name);
         if (!bench_dropin_ready(d, &why))
             fprintf(out, "LEFT OUT of this run: %s\n", why);
         else if (d == BD_glibc)
             fprintf(out, "%s\n", dropins[d].what);
+        else if (dropins[d].env)
+            fprintf(out, "%s with %s (W3 only)\n", dropins[d].what, dropins[d].env);
         else
             fprintf(out, "%s: LD_PRELOAD=%s\n", dropins[d].what, path[d]);
     }
@@ -193,8 +217,39 @@ static int parse_line(const bench_proc *p, enum bench_speed speed, double *v, do
     case BS_US_PER_OP: *v = (double)ns / (double)ops / 1e3; break;
     case BS_S_PER_OP: *v = (double)ns / (double)ops / 1e9; break;
     case BS_MOPS: *v = (double)ops / (double)ns * 1e3; break;
+    case BS_MS: *v = (double)ns / 1e6; break;
     }
     *rss_mib = (double)hwm / 1024.0;
+    return 0;
+}
+
+/* The number after "\"@key\":" in @json; 0 on success. */
+static int json_number(const char *json, const char *key, double *v)
+{
+    char pat[48];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *s = strstr(json, pat);
+    return s && sscanf(s + strlen(pat), " %lf", v) == 1 ? 0 : -1;
+}
+
+/* Read memkit's exit figures (MEMKIT_STATS=json) from @file, then remove
+ * it; 0 on success. */
+static int read_mkstats(const char *file, double *purged_mib, double *passes)
+{
+    char buf[4096];
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    unlink(file);
+    buf[n] = '\0';
+    const char *purge = strstr(buf, "\"purge\":"); /* {"mode", "purged_bytes", "passes"} */
+    double bytes;
+    if (!purge || json_number(purge, "purged_bytes", &bytes) != 0 ||
+        json_number(purge, "passes", passes) != 0)
+        return -1;
+    *purged_mib = bytes / (1024.0 * 1024.0);
     return 0;
 }
 
@@ -202,18 +257,49 @@ int bench_dropin_measure(bench_row *speed, bench_row *rss, const bench_dropin_jo
                          int runs)
 {
     static double sp[BD_COUNT][BENCH_MAX_RUNS], mem[BD_COUNT][BENCH_MAX_RUNS];
+    static double fig[BD_MAX_FIGURES][BD_COUNT][BENCH_MAX_RUNS];
+    static double purged[BD_COUNT][BENCH_MAX_RUNS], passes[BD_COUNT][BENCH_MAX_RUNS];
     int failed[BD_COUNT] = {0}, mismatch[BD_COUNT] = {0}, check_from = -1, rc = 0;
+    int nostats[BD_COUNT] = {0};
     unsigned long long check = 0;
     double base_wall = 0;
+    const int nfig = job->nfigures < BD_MAX_FIGURES ? job->nfigures : BD_MAX_FIGURES;
     if (runs > BENCH_MAX_RUNS)
         runs = BENCH_MAX_RUNS;
+    for (int k = 0; k < nfig; k++)
+        memset(job->figures[k].median, 0, sizeof job->figures[k].median);
+    const int ndropin = job->purge_modes ? BD_COUNT : BD_FIRST_MODE;
+
+    /* memkit's exit figures go to a file of our own, read after each run */
+    static char stats_file[128], stats_var[160];
+    if (job->mkstats) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(stats_file, sizeof stats_file, "%s/memkit-bench-%d-stats.json",
+                 tmp && *tmp ? tmp : "/tmp", (int)getpid());
+        snprintf(stats_var, sizeof stats_var, "MEMKIT_STATS_FILE=%s", stats_file);
+        memset(job->mkstats, 0, sizeof *job->mkstats);
+    }
 
     for (int r = 0; r < runs; r++) {
-        for (int d = 0; d < BD_COUNT; d++) {
+        for (int d = 0; d < ndropin; d++) {
             if (failed[d] || !bench_dropin_ready(d, NULL))
                 continue;
+            /* the environment: the job's, then the mode's, then the stats' */
+            const char *env[24];
+            int ne = 0;
+            for (const char *const *x = job->env_extra; x && *x && ne < 20; x++)
+                env[ne++] = *x;
+            if (dropins[d].env)
+                env[ne++] = dropins[d].env;
+            int want_stats = job->mkstats && is_memkit(d);
+            if (want_stats) {
+                env[ne++] = "MEMKIT_STATS=json";
+                env[ne++] = stats_var;
+                unlink(stats_file);
+            }
+            env[ne] = NULL;
             double limit = 20 * base_wall > 30 ? 20 * base_wall : 30;
-            bench_proc p = {.argv = job->argv, .preload = preload(d), .env_extra = job->env_extra,
+            bench_proc p = {.argv = job->argv, .preload = preload(d), .env_extra = env,
                             .unpin = job->unpin, .timeout_s = limit};
             unsigned long long c = 0;
             const char *what = NULL;
@@ -221,13 +307,25 @@ int bench_dropin_measure(bench_row *speed, bench_row *rss, const bench_dropin_jo
                 what = p.why;
             else if (parse_line(&p, job->speed, &sp[d][r], &mem[d][r], &c) != 0)
                 what = "no measurement in its output";
+            for (int k = 0; k < nfig && !what; k++) {
+                if (bench_proc_figure(p.out, job->figures[k].key, &fig[k][d][r]) != 0)
+                    what = "a figure is missing from its output";
+                else
+                    fig[k][d][r] *= job->figures[k].scale;
+            }
             if (what) {
                 failed[d] = 1;
                 rc = -1;
                 note_both(speed, rss, "%s FAILED (run %d of %d): %s", dropins[d].name, r + 1,
                           runs, what);
+                for (int k = 0; k < nfig; k++)
+                    if (job->figures[k].row)
+                        report_note(job->figures[k].row, "%s FAILED (run %d of %d): %s",
+                                    dropins[d].name, r + 1, runs, what);
                 continue;
             }
+            if (want_stats && read_mkstats(stats_file, &purged[d][r], &passes[d][r]) != 0)
+                nostats[d] = 1;
             if (d == BD_BASELINE && p.wall_s > base_wall)
                 base_wall = p.wall_s;
             if (check_from < 0) {
@@ -239,13 +337,23 @@ int bench_dropin_measure(bench_row *speed, bench_row *rss, const bench_dropin_jo
         }
     }
 
-    for (int d = 0; d < BD_COUNT; d++) {
+    for (int d = 0; d < ndropin; d++) {
         if (!bench_dropin_ready(d, NULL) || failed[d])
             continue;
         if (speed)
             report_set(speed, BD_COL(d), sp[d], runs);
         if (rss)
             report_set(rss, BD_COL(d), mem[d], runs);
+        for (int k = 0; k < nfig; k++) {
+            if (job->figures[k].row)
+                report_set(job->figures[k].row, BD_COL(d), fig[k][d], runs);
+            job->figures[k].median[d] = bench_median(fig[k][d], runs);
+        }
+        if (job->mkstats && is_memkit(d) && !nostats[d]) {
+            job->mkstats->have[d] = 1;
+            job->mkstats->purged_mib[d] = bench_median(purged[d], runs);
+            job->mkstats->passes[d] = bench_median(passes[d], runs);
+        }
         if (mismatch[d]) {
             rc = -1;
             note_both(speed, rss, "CHECKSUM MISMATCH: %s's differs from %s's",

@@ -25,9 +25,25 @@
 
 /* The drop-ins, in column (and run) order: the baseline first, so that
  * each cell knows the baseline's time before it runs the others (see the
- * time limit in dropin.c). */
-enum { BD_glibc, BD_memkit, BD_jemalloc, BD_mimalloc, BD_tcmalloc, BD_COUNT };
+ * time limit in dropin.c).  After the peers, memkit's purge modes: the
+ * same library as BD_memkit with MEMKIT_PURGE set (off, dontneed, free,
+ * unmap), extra columns of the workloads that ask for them
+ * (bench_dropin_job.purge_modes: W3); the others run BD_glibc..BD_tcmalloc
+ * only. */
+enum {
+    BD_glibc,
+    BD_memkit,
+    BD_jemalloc,
+    BD_mimalloc,
+    BD_tcmalloc,
+    BD_memkit_off,
+    BD_memkit_dontneed,
+    BD_memkit_free,
+    BD_memkit_unmap,
+    BD_COUNT
+};
 #define BD_BASELINE BD_glibc
+#define BD_FIRST_MODE BD_memkit_off /* [BD_FIRST_MODE, BD_COUNT): purge modes */
 
 #define BENCH_NCOLS (BA_COUNT + BD_COUNT)
 #define BD_COL(d) (BA_COUNT + (d))
@@ -55,7 +71,30 @@ enum bench_speed {
     BS_US_PER_OP, /* the same in microseconds */
     BS_S_PER_OP,  /* the same in seconds (W7: ops = 1, the program's run) */
     BS_MOPS,      /* ops / ns x 1000: millions of operations per second */
+    BS_MS,        /* ns / 10^6: the timed phase in milliseconds (W3) */
 };
+
+struct bench_row;
+
+/* Another figure of the child's line, " key=<number>", x scale, recorded
+ * in a row of its own (W3: RSS at given moments, phase times) if @row is
+ * not NULL, and its median by drop-in in @median (0: not measured). */
+typedef struct bench_dropin_figure {
+    const char *key;
+    double scale;
+    struct bench_row *row;
+    double median[BD_COUNT]; /* out */
+} bench_dropin_figure;
+
+#define BD_MAX_FIGURES 8
+
+/* memkit's own account of a cell (MEMKIT_STATS=json at the child's exit):
+ * the medians over the runs, for the memkit columns. */
+typedef struct bench_dropin_mkstats {
+    int have[BD_COUNT];
+    double purged_mib[BD_COUNT]; /* bytes given back by the purge policy */
+    double passes[BD_COUNT];     /* purge passes run */
+} bench_dropin_mkstats;
 
 typedef struct bench_dropin_job {
     /* memkit-bench-malloc's arguments: a workload and its parameters, or
@@ -64,15 +103,20 @@ typedef struct bench_dropin_job {
     const char *const *env_extra; /* NULL or "NAME=value", NULL-ended */
     int unpin;                    /* multi-threaded: not pinned to one CPU */
     enum bench_speed speed;
+    int purge_modes;              /* also the BD_memkit_<mode> columns */
+    bench_dropin_figure *figures; /* NULL, or nfigures more figures */
+    int nfigures;
+    bench_dropin_mkstats *mkstats; /* NULL, or read memkit's exit figures */
 } bench_dropin_job;
 
-struct bench_row;
-
 /**
- * Run @p job under every usable drop-in, @p runs times each, alternating
- * (glibc, memkit, jemalloc, ..., then again); record the median speed in
- * @p speed and the median peak RSS (MiB: the child's own VmHWM, or the
- * program's ru_maxrss for `run`) in @p rss (either may be NULL).  A
+ * Run @p job under every usable drop-in (and memkit's purge modes if the
+ * job asks), @p runs times each, alternating (glibc, memkit, jemalloc,
+ * ..., then again); record the median speed in @p speed, the median peak
+ * RSS (MiB: the child's own VmHWM, or the program's ru_maxrss for `run`)
+ * in @p rss (either may be NULL) and the medians of the job's other
+ * figures in their rows; with job->mkstats, the memkit columns run with
+ * MEMKIT_STATS=json into a temporary file, read back after each run.  A
  * drop-in whose child fails (signal, exit status, time limit, bad objects)
  * is dropped from the cell with a note saying what happened; checksums
  * that differ from glibc's get a CHECKSUM MISMATCH note.

@@ -53,6 +53,7 @@ static const struct workload {
     {"W6", bench_w6, "malloc under 1, 2, 4 threads: Larson server, producer/consumer, churn"},
     {"W7", bench_w7, "real programs (perl, python3) on each drop-in: wall time, peak RSS"},
     {"W8", bench_w8, "large blocks 64 KiB..32 MiB through malloc: time, peak RSS"},
+    {"W3", bench_w3, "FORM's sort buffers: 512 MiB peak, 64-byte churn, quiet: RSS over time"},
 };
 #define NWORKLOAD (int)(sizeof workloads / sizeof workloads[0])
 
@@ -91,9 +92,12 @@ static void usage(FILE *out)
             bench_col_name(BA_BASELINE), bench_col_name(BD_COL(BD_BASELINE)));
     for (int i = 0; i < BA_COUNT; i++)
         fprintf(out, "%s%s", i ? "," : " ", bench_col_name(i));
-    fprintf(out, "\n               drop-ins (W1M W2M W6 W7 W8):");
-    for (int d = 0; d < BD_COUNT; d++)
+    fprintf(out, "\n               drop-ins (W1M W2M W6 W7 W8 W3):");
+    for (int d = 0; d < BD_FIRST_MODE; d++)
         fprintf(out, "%s%s", d ? "," : " ", bench_col_name(BD_COL(d)));
+    fprintf(out, "\n               memkit's purge modes (W3; `memkit` names them too):");
+    for (int d = BD_FIRST_MODE; d < BD_COUNT; d++)
+        fprintf(out, "%s%s", d > BD_FIRST_MODE ? "," : " ", bench_col_name(BD_COL(d)));
     fprintf(out, "\n  --csv DIR    write the CSV files to DIR (default %s)\n",
             MEMKIT_BENCH_RESULTS_DIR);
     for (int i = 0; i < NWORKLOAD; i++)
@@ -140,7 +144,8 @@ static int parse_alloc(const char *list)
         if (!keep[i] && i != BA_BASELINE)
             bench_alloc_leave_out(i, "not in --alloc");
     for (int d = 0; d < BD_COUNT; d++)
-        if (!keep[BD_COL(d)] && d != BD_BASELINE)
+        if (!keep[BD_COL(d)] && d != BD_BASELINE &&
+            !(d >= BD_FIRST_MODE && keep[BD_COL(BD_memkit)])) /* memkit: its modes too */
             bench_dropin_leave_out(d, "not in --alloc");
     return 0;
 }

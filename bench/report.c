@@ -341,8 +341,10 @@ static void print_transposed(FILE *out, int sec, const int *ids, int n)
     for (size_t i = 0; i < nrows && nc < 16; i++)
         if (rows[i].section == sec)
             cells[nc++] = &rows[i];
-    int width[16];
-    fprintf(out, "  %-11s", "");
+    int width[16], namew = 11;
+    for (int k = 0; k < n; k++)
+        namew = col_width(bench_col_name(ids[k]), namew);
+    fprintf(out, "  %-*s", namew, "");
     for (int c = 0; c < nc; c++) {
         width[c] = col_width(cells[c]->cell, 15);
         fprintf(out, "  %*s", width[c], cells[c]->cell);
@@ -350,7 +352,7 @@ static void print_transposed(FILE *out, int sec, const int *ids, int n)
     fprintf(out, " %6s\n", "spread");
     for (int k = 0; k < n; k++) {
         int a = ids[k];
-        fprintf(out, "  %-11s", bench_col_name(a));
+        fprintf(out, "  %-*s", namew, bench_col_name(a));
         double spread = 0;
         for (int c = 0; c < nc; c++) {
             const bench_fig *f = &cells[c]->fig[a];

@@ -87,6 +87,8 @@ int bench_child_main(int argc, char **argv)
         return rss_child(a, (size_t)strtoul(argv[4], NULL, 10));
     if (strcmp(argv[2], "w5") == 0)
         return bench_w5_child(a);
+    if (strcmp(argv[2], "w3") == 0)
+        return bench_w3_child(id, argc == 5 ? strtoull(argv[4], NULL, 10) : 0);
     fprintf(stderr, "memkit-bench: --child: unknown measurement %s\n", argv[2]);
     return 2;
 }

@@ -185,3 +185,12 @@ sys_fail:
     snprintf(p->why, sizeof p->why, "cannot start a process: %s", strerror(errno));
     return -1;
 }
+
+int bench_proc_figure(const char *out, const char *key, double *v)
+{
+    size_t n = strlen(key);
+    for (const char *s = strstr(out, key); s; s = strstr(s + 1, key))
+        if ((s == out || s[-1] == ' ') && s[n] == '=')
+            return sscanf(s + n + 1, "%lf", v) == 1 ? 0 : -1;
+    return -1;
+}

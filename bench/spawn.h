@@ -33,4 +33,11 @@ typedef struct bench_proc {
  */
 int bench_proc_run(bench_proc *p);
 
+/**
+ * The number that follows "@p key=" in @p out (a child's line of
+ * " key=value" figures, the key at the start or after a space) in @p v.
+ * @return 0, or -1 if the key is not there.
+ */
+int bench_proc_figure(const char *out, const char *key, double *v);
+
 #endif /* BENCH_SPAWN_H */

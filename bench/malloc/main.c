@@ -6,12 +6,12 @@
  *   memkit-bench-malloc run PROGRAM [ARGS...]
  *   LD_PRELOAD=/path/to/libmemkit-malloc.so memkit-bench-malloc w6-larson threads=4
  *
- * WORKLOAD is one of w2m, w1m, w6-larson, w6-prodcons, w6-churn, w8 (see
- * the table below and each workload's file); keys: size, ring, live, ops,
- * threads, seed.  The output is one line on stdout,
+ * WORKLOAD is one of w2m, w1m, w6-larson, w6-prodcons, w6-churn, w8, w3
+ * (see the table below and each workload's file); keys: size, ring, live,
+ * ops, threads, seed, quiet_ms, trace.  The output is one line on stdout,
  *
  *   ns=<timed phase> ops=<operations> check=<checksum> bad=<bad objects>
- *   hwm_kib=<peak RSS, VmHWM>
+ *   hwm_kib=<peak RSS, VmHWM> [more key=value figures of the workload: w3]
  *
  * and exit status 0; on failure a line "memkit-bench-malloc: <why>" on
  * stderr and exit status 1 (an allocator that crashes the program shows as
@@ -47,6 +47,7 @@ static const struct {
     {"w6-prodcons", wl_prodcons, {.threads = 2, .ops = 1000000}},
     {"w6-churn", wl_churn, {.threads = 1, .ops = 200000}},
     {"w8", wl_w8, {.live = 4, .ops = 200}},
+    {"w3", wl_w3, {.live = 512u << 20, .ring = 8u << 20, .ops = 40000000, .quiet_ms = 500}},
 };
 #define NWORKLOAD (sizeof workloads / sizeof workloads[0])
 
@@ -75,7 +76,8 @@ static int say(int fd, const char *line)
 static int usage(void)
 {
     static char line[256];
-    say(2, "usage: memkit-bench-malloc WORKLOAD [size=N ring=N live=N ops=N threads=N seed=N]\n"
+    say(2, "usage: memkit-bench-malloc WORKLOAD [size=N ring=N live=N ops=N threads=N seed=N\n"
+           "                                    quiet_ms=N trace=1]\n"
            "       memkit-bench-malloc run PROGRAM [ARGS...]\n"
            "workloads:");
     for (size_t i = 0; i < NWORKLOAD; i++) {
@@ -95,6 +97,7 @@ static int set_param(wl_params *p, const char *arg)
         {"size", offsetof(wl_params, size)}, {"ring", offsetof(wl_params, ring)},
         {"live", offsetof(wl_params, live)}, {"ops", offsetof(wl_params, ops)},
         {"threads", offsetof(wl_params, threads)}, {"seed", offsetof(wl_params, seed)},
+        {"quiet_ms", offsetof(wl_params, quiet_ms)}, {"trace", offsetof(wl_params, trace)},
     };
     const char *eq = strchr(arg, '=');
     if (!eq)
@@ -146,8 +149,8 @@ int main(int argc, char **argv)
         say(2, line);
         _exit(1); /* no exit handlers: other threads may still be running */
     }
-    snprintf(line, sizeof line, "ns=%llu ops=%llu check=%llu bad=%llu hwm_kib=%llu\n",
+    snprintf(line, sizeof line, "ns=%llu ops=%llu check=%llu bad=%llu hwm_kib=%llu%s\n",
              (unsigned long long)r.ns, (unsigned long long)r.ops, (unsigned long long)r.check,
-             (unsigned long long)r.bad, hwm_kib());
+             (unsigned long long)r.bad, hwm_kib(), r.extra ? r.extra : "");
     return say(1, line) == 0 ? 0 : 1;
 }

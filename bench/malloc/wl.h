@@ -34,11 +34,13 @@
  * unset ones keep the workload's defaults). */
 typedef struct wl_params {
     uint64_t size;    /* w2m: object size; w1m: chunk size */
-    uint64_t ring;    /* w2m: objects live in a ring (0: none) */
-    uint64_t live;    /* w1m: live bytes; w6: live objects per thread */
+    uint64_t ring;    /* w2m: objects live in a ring (0: none); w3: churn bytes */
+    uint64_t live;    /* w1m: live bytes; w6: live objects per thread; w3: peak bytes */
     uint64_t ops;     /* operations timed (whole run, all threads) */
     uint64_t threads; /* w6: threads */
     uint64_t seed;
+    uint64_t quiet_ms; /* w3: the quiet phase after the churn */
+    uint64_t trace;    /* w3: print the RSS samples on stderr */
 } wl_params;
 
 typedef struct wl_result {
@@ -47,6 +49,7 @@ typedef struct wl_result {
     uint64_t check; /* checksum of the data read back */
     uint64_t bad;   /* objects whose stamp was wrong when freed */
     const char *error; /* non-NULL: the workload failed (malloc NULL, ...) */
+    const char *extra; /* NULL, or more " key=value" figures for the line */
 } wl_result;
 
 typedef void (*wl_fn)(const wl_params *p, wl_result *r);
@@ -54,6 +57,7 @@ typedef void (*wl_fn)(const wl_params *p, wl_result *r);
 void wl_w2m(const wl_params *p, wl_result *r);      /* single.c */
 void wl_w1m(const wl_params *p, wl_result *r);      /* single.c */
 void wl_w8(const wl_params *p, wl_result *r);       /* large.c */
+void wl_w3(const wl_params *p, wl_result *r);       /* peak.c */
 void wl_larson(const wl_params *p, wl_result *r);   /* larson.c */
 void wl_prodcons(const wl_params *p, wl_result *r); /* prodcons.c */
 void wl_churn(const wl_params *p, wl_result *r);    /* churn.c */
