@@ -215,8 +215,10 @@ typedef struct mki_slab {
     uint32_t slot;        /* bytes per chunk in a page (>= user size) */
     uint32_t user_size;   /* opts->chunk_size */
     uint32_t align;       /* every chunk's alignment (chunk_align, >= 8) */
-    uint32_t page_units;  /* every page of this slab has this size */
-    uint32_t capacity;    /* chunks per page */
+    uint32_t page_units;  /* every page but a small first one (slab.c) */
+    uint32_t capacity;    /* chunks per page of page_units (each page
+                             holds its own in mki_page.capacity) */
+    uint32_t pages;       /* pages held */
     uint32_t shift;       /* bucket of a page = nfree >> shift */
     mki_page *bucket[MKI_SLAB_BUCKETS]; /* [0]: full pages; the current
                                            page is on no list */

@@ -4,7 +4,9 @@
  * typed pools (pool.c) are built on it.
  *
  * Data structure: every page has the same size (64 KiB, or a multiple of it
- * for chunks above 64 KiB).  Allocation takes from the *current* page; every
+ * for chunks above 64 KiB), but the first, which is small (8 chunks, at
+ * least 1 KiB: a slab holding a few objects costs what a GENERAL context
+ * holding them costs).  Allocation takes from the *current* page; every
  * other page sits in one of MKI_SLAB_BUCKETS lists by how many chunks it has
  * free, in whole steps of 2^shift (a fifteenth to a thirtieth of a page):
  * bucket 0 holds pages with less than one step free, bucket b pages with
@@ -46,9 +48,9 @@ static mki_slab *slab(mk_ctx *ctx) { return (mki_slab *)ctx; }
  * a page with less than one step free counts as full (hysteresis: a full
  * page that gets one chunk back does not become the fullest partial page,
  * which would make allocation chase single holes). */
-static unsigned bucket_of(const mki_slab *s, uint32_t used)
+static unsigned bucket_of(const mki_slab *s, uint32_t cap, uint32_t used)
 {
-    return (s->capacity - used) >> s->shift;
+    return (cap - used) >> s->shift;
 }
 
 /* The `used` range that keeps @pg where it is.  The current page calls out
@@ -57,7 +59,7 @@ static unsigned bucket_of(const mki_slab *s, uint32_t used)
  * loses its last chunk. */
 static void set_range(mki_slab *s, mki_page *pg)
 {
-    uint32_t b = pg->cls, step = 1u << s->shift, cap = s->capacity;
+    uint32_t b = pg->cls, step = 1u << s->shift, cap = pg->capacity;
     if (pg == s->curpg) {
         pg->lo = 0;
         pg->hi = cap - 1;
@@ -131,12 +133,13 @@ static void settle(mki_slab *s, mki_page *pg)
             (s->curpg != &mki_page_empty && s->curpg->used == 0)) {
             if (s->spare == pg)
                 s->spare = NULL;
+            s->pages--;
             mki_segment_page_release(pg);
             return;
         }
         s->spare = pg;
     }
-    place(s, pg, bucket_of(s, pg->used));
+    place(s, pg, bucket_of(s, pg->capacity, pg->used));
 }
 
 void mki_slab_rebucket(mki_slab *s, mki_page *pg)
@@ -152,14 +155,14 @@ void mki_slab_rebucket(mki_slab *s, mki_page *pg)
         return;
     }
     mki_page_list_remove(&s->bucket[pg->cls], pg);
-    uint32_t used = pg->used;
+    uint32_t used = pg->used, cap = pg->capacity;
     settle(s, pg); /* may give pg back: read nothing of it after */
     /* a page that has just become eligible and is fuller than the current
      * page takes over: allocation goes to the fullest eligible page */
-    unsigned b = bucket_of(s, used);
+    unsigned b = bucket_of(s, cap, used);
     mki_page *cur = s->curpg;
     if (used > 0 && b >= 1 && cur != &mki_page_empty &&
-        bucket_of(s, cur->used) > b) {
+        bucket_of(s, cur->capacity, cur->used) > b) {
         set_current(s, &mki_page_empty);
         select_current(s);
         settle(s, cur);
@@ -172,22 +175,40 @@ void *mki_slab_alloc_rebucket(mki_slab *s, mki_page *pg, void *b)
     return b;
 }
 
+/* Units of the slab's next page: its first is small (8 chunks, at least a
+ * unit: a slab that holds a few objects costs a unit, as a GENERAL context
+ * does, not 64 KiB), every later one s->page_units.  A small page counts
+ * as full in the buckets (its free chunks are fewer than a step), so the
+ * big pages are preferred once there are some. */
+static uint32_t next_units(const mki_slab *s)
+{
+    if (s->pages || s->page_units > MKI_PAGE_MAX_UNITS)
+        return s->page_units;
+    size_t want = (size_t)8 * s->slot;
+    uint32_t u = 1;
+    while ((size_t)u * MKI_UNIT < want && u < s->page_units)
+        u <<= 1;
+    return u;
+}
+
 static int page_new(mki_slab *s)
 {
-    mki_page *pg = mki_segment_page_alloc(s->page_units,
-                                          (size_t)s->page_units * MKI_UNIT);
+    uint32_t units = next_units(s);
+    mki_page *pg = mki_segment_page_alloc(units, (size_t)units * MKI_UNIT);
     if (!pg)
         return -1;
+    uint32_t cap = (uint32_t)((size_t)units * MKI_UNIT / s->slot);
     pg->kind = MKI_PAGE_SMALL;
     pg->chunk_size = s->slot;
-    pg->capacity = s->capacity;
+    pg->capacity = cap;
     pg->extend = pg->start;
-    pg->end = pg->start + (size_t)s->capacity * s->slot;
+    pg->end = pg->start + (size_t)cap * s->slot;
     pg->ctx = &s->base;
     if (s->base.fast_kind == MKI_KIND_SLOW && mki_instr_page_new(pg) != 0) {
         mki_segment_page_release(pg);
         return -1;
     }
+    s->pages++;
     set_current(s, pg); /* called only when there is no current page */
     return 0;
 }
@@ -302,8 +323,10 @@ static void each_page(mki_slab *s, page_fn fn, void *arg)
 
 static void release_unless(mki_page *pg, void *keep)
 {
-    if (pg != keep)
+    if (pg != keep) {
+        slab(pg->ctx)->pages--;
         mki_segment_page_release(pg);
+    }
 }
 
 static void slab_reset(mk_ctx *ctx, int keep_one)
@@ -360,6 +383,7 @@ static size_t slab_trim(mk_ctx *ctx)
         mki_page *pg = s->spare;
         s->spare = NULL;
         mki_page_list_remove(&s->bucket[pg->cls], pg);
+        s->pages--;
         bytes += mki_segment_page_release_now(pg);
     }
     mki_page *cur = s->curpg;
@@ -368,6 +392,7 @@ static size_t slab_trim(mk_ctx *ctx)
         set_current(s, &mki_page_empty);
         if (s->spare == cur)
             s->spare = NULL;
+        s->pages--;
         bytes += mki_segment_page_release_now(cur);
     }
     return bytes;
