@@ -4,7 +4,9 @@
 # pkg-config (memkit.pc) and with CMake's find_package(memkit); and a
 # program that must get memkit's malloc by linking libmemkit-malloc (pkg-config
 # memkit-malloc; memkit::malloc and memkit::malloc_static).  Fails if any
-# consumer does not build or does not run.
+# consumer does not build or does not run.  Then the installed memkit-run
+# runs a small program: it must find the installed libmemkit-malloc from its
+# own place in the prefix (not the build tree) and pass the status through.
 set -eu
 build=$1
 src=$2
@@ -48,3 +50,25 @@ cmake --build "$tmp/consumer/b" >/dev/null
 "$tmp/consumer/b/um_shared"
 "$tmp/consumer/b/um_static"
 echo "find_package consumers (memkit, memkit-check, malloc, malloc_static): ok"
+
+# memkit-run, installed in bin/, preloads the libmemkit-malloc installed
+# beside it (found from its own path, so a moved prefix works too).
+run="$tmp/prefix/bin/memkit-run"
+test -x "$run" || { echo "no bin/memkit-run installed"; exit 1; }
+cc -D_GNU_SOURCE -fno-builtin "$src/tests/run/subject.c" -o "$tmp/subject"
+mv "$tmp/prefix" "$tmp/moved"
+run="$tmp/moved/bin/memkit-run"
+status=0
+(unset MEMKIT_RUN_LIB MEMKIT_STATS MEMKIT_STATS_FILE LD_PRELOAD
+ MEMKIT_PURGE_DELAY_MS=0 "$run" --csv "$tmp/run.csv" -- "$tmp/subject" peak 16
+) 2>"$tmp/run.err" || status=$?
+moved=$(cd "$tmp/moved" && pwd -P)
+if [ "$status" != 3 ] ||
+   ! grep -q "^  allocator   memkit ($moved/.*libmemkit-malloc" "$tmp/run.err" ||
+   ! grep -q "^memkit's view at exit (pid [0-9]*, the program)" "$tmp/run.err" ||
+   ! grep -q "^time_s,rss_kib,private_dirty_kib,processes" "$tmp/run.csv"; then
+  echo "installed memkit-run: exit status $status (expected 3), report:"
+  cat "$tmp/run.err"
+  exit 1
+fi
+echo "installed memkit-run (prefix moved after install): ok"

@@ -1,0 +1,192 @@
+/*
+ * subject.c - the programs memkit-run is tried on (tests/run/), one per
+ * mode, each with a memory profile a test can predict:
+ *
+ *   peak MIB      allocate MIB MiB in 64 KiB chunks (segment pages, so that
+ *                 memkit's purge policy is what gives them back), touch
+ *                 every page, hold them 150 ms (several samples see the
+ *                 peak), free them all, sleep 300 ms, exit 3
+ *   fork MIB      fork a child that allocates MIB MiB, touches it and
+ *                 holds it 300 ms; wait for it; exit 0
+ *   tree MIB      fork a child that forks a grandchild; the grandchild
+ *                 allocates MIB MiB and holds it 300 ms (3 processes)
+ *   orphan MIB    fork a child that forks a grandchild and exits at once;
+ *                 the grandchild (an orphan) holds MIB MiB for 300 ms; the
+ *                 program waits for it through a pipe (EOF when it has
+ *                 exited: it cannot waitpid an orphan), sleeps 100 ms
+ *   fail          exit 1
+ *   kill          SIGKILL itself (status 137 through memkit-run)
+ *   garbage       write "{not json" into $MEMKIT_STATS_FILE, _exit(0)
+ *                 (memkit's exit handler does not run)
+ *   maps          print "memkit: yes" or "memkit: no" on stdout: whether
+ *                 libmemkit-malloc is mapped in this process
+ *   quick         exit 0 at once (a program shorter than one sample)
+ *   sleep MS      allocate and touch 1 MiB, sleep MS ms, exit 0
+ *   env NAME      print "NAME=value" or "NAME unset" on stdout
+ *
+ * Allocation goes through malloc, so LD_PRELOAD decides whose; the
+ * chunks are written through a volatile pointer so the compiler cannot
+ * drop the allocation.  Not a test by itself: tests/run/run_test.c runs
+ * it under memkit-run.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK ((size_t)64 << 10)
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+/* Allocate @mib MiB in chunks and write every page; the chunks. */
+static char **grab(long mib, size_t *count)
+{
+    size_t n = (size_t)mib * ((size_t)1 << 20) / CHUNK;
+    char **v = malloc(n * sizeof *v);
+    if (!v) {
+        perror("subject: malloc");
+        exit(2);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char *volatile p = malloc(CHUNK);
+        if (!p) {
+            perror("subject: malloc");
+            exit(2);
+        }
+        for (size_t o = 0; o < CHUNK; o += 4096)
+            p[o] = (char)(i + o);
+        v[i] = p;
+    }
+    *count = n;
+    return v;
+}
+
+static void release(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void hold(long mib, long ms)
+{
+    size_t n;
+    char **v = grab(mib, &n);
+    sleep_ms(ms);
+    release(v, n);
+}
+
+static void wait_for(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0) {
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    long mib = argc > 2 ? atol(argv[2]) : 64;
+    if (strcmp(mode, "peak") == 0) {
+        size_t n;
+        char **v = grab(mib, &n);
+        sleep_ms(150);
+        release(v, n);
+        sleep_ms(300);
+        return 3;
+    }
+    if (strcmp(mode, "fork") == 0) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            hold(mib, 300);
+            exit(0);
+        }
+        wait_for(pid);
+        return 0;
+    }
+    if (strcmp(mode, "tree") == 0) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            pid_t g = fork();
+            if (g == 0) {
+                hold(mib, 300);
+                exit(0);
+            }
+            wait_for(g);
+            exit(0);
+        }
+        wait_for(pid);
+        return 0;
+    }
+    if (strcmp(mode, "orphan") == 0) {
+        int fds[2];
+        if (pipe(fds) != 0)
+            return 2;
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (fork() == 0) {
+                close(fds[0]);
+                hold(mib, 300);
+                exit(0); /* the pipe closes after memkit's exit handler */
+            }
+            _exit(0); /* the grandchild is an orphan now */
+        }
+        close(fds[1]);
+        wait_for(pid);
+        char c;
+        while (read(fds[0], &c, 1) > 0) {
+        }
+        sleep_ms(100);
+        return 0;
+    }
+    if (strcmp(mode, "fail") == 0)
+        return 1;
+    if (strcmp(mode, "kill") == 0) {
+        raise(SIGKILL);
+        return 0;
+    }
+    if (strcmp(mode, "garbage") == 0) {
+        const char *f = getenv("MEMKIT_STATS_FILE");
+        int fd = f ? open(f, O_WRONLY | O_TRUNC) : -1;
+        if (fd < 0 || write(fd, "{not json", 9) != 9)
+            _exit(2);
+        _exit(0);
+    }
+    if (strcmp(mode, "maps") == 0) {
+        FILE *m = fopen("/proc/self/maps", "r");
+        char line[4096];
+        int found = 0;
+        while (m && fgets(line, sizeof line, m))
+            if (strstr(line, "libmemkit-malloc"))
+                found = 1;
+        if (m)
+            fclose(m);
+        printf("memkit: %s\n", found ? "yes" : "no");
+        return 0;
+    }
+    if (strcmp(mode, "quick") == 0)
+        return 0;
+    if (strcmp(mode, "sleep") == 0) {
+        hold(1, mib); /* (the second argument is milliseconds here) */
+        return 0;
+    }
+    if (strcmp(mode, "env") == 0 && argc > 2) {
+        const char *v = getenv(argv[2]);
+        if (v)
+            printf("%s=%s\n", argv[2], v);
+        else
+            printf("%s unset\n", argv[2]);
+        return 0;
+    }
+    fprintf(stderr, "subject: unknown mode '%s'\n", mode);
+    return 2;
+}

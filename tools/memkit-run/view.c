@@ -1,0 +1,181 @@
+/*
+ * view.c - memkit's own view of the run: the figures its exit handler
+ * wrote (MEMKIT_STATS=json into MEMKIT_STATS_FILE), in a few lines.
+ *
+ * The tool samples what the kernel sees (RSS); memkit knows why: how much
+ * it has committed and reserved, how much its purge policy gave back and
+ * in how many passes, which size classes hold the most pages.  Together
+ * they tell "the program still uses it" from "the allocator kept it".
+ *
+ * Schema (src/stats.c, "memkit-process-stats" version 1):
+ *   {"schema","version","pid",
+ *    "os":{"reserved_bytes","committed_bytes","calls","segments"},
+ *    "purge":{"mode","delay_ms","purged_bytes","passes"},
+ *    "heap":{"segment_committed_bytes","page_bytes","huge_chunks",
+ *            "huge_bytes","huge_cached_bytes","meta_bytes"},
+ *    "classes":[{"chunk_size","page_bytes"},...]}   (largest first)
+ * A newer version is read if the fields used here are still there; an
+ * unknown schema, a missing field or a file that is not JSON gives one
+ * line saying so, never figures that might be wrong.
+ *
+ * Every process that ran on memkit writes the file when it exits, and
+ * each truncates it: the last one to exit wins, normally the program
+ * (it waits for its children).  The pid in the file says whose figures
+ * these are; when it is not the program's, the view says so.  An empty
+ * file means nobody wrote: the program was killed, left through _exit,
+ * or exec'd something that does not run on memkit.
+ */
+#include "run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_FILE (1 << 20)
+
+void mr_view_bytes(char *buf, size_t cap, double b)
+{
+    if (b < 1024)
+        snprintf(buf, cap, "%.0f B", b);
+    else if (b < 1024.0 * 1024)
+        snprintf(buf, cap, "%.1f KiB", b / 1024);
+    else if (b < 1024.0 * 1024 * 1024)
+        snprintf(buf, cap, "%.1f MiB", b / (1024.0 * 1024));
+    else
+        snprintf(buf, cap, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+}
+
+/* The integer at @obj.@key, or a message in @missing. */
+static long long need(const mr_json *obj, const char *section,
+                      const char *key, const char **missing)
+{
+    long long v = 0;
+    if (mr_json_int(obj, key, &v) != 0 && !*missing) {
+        static char what[96];
+        snprintf(what, sizeof what, "no integer %s%s%s", section,
+                 section[0] ? "." : "", key);
+        *missing = what;
+    }
+    return v;
+}
+
+int mr_view_print_text(FILE *out, const char *text, size_t len,
+                       pid_t program)
+{
+    size_t ws = 0;
+    while (ws < len && strchr(" \t\r\n", text[ws]))
+        ws++;
+    if (ws == len) {
+        fprintf(out, "memkit's view: none: no statistics were written at "
+                     "exit (the program was killed, left through _exit, or "
+                     "exec'd something not on memkit)\n");
+        return -1;
+    }
+    char err[200];
+    mr_json *j = mr_json_parse(text, len, err, sizeof err);
+    if (!j) {
+        fprintf(out, "memkit's view: unreadable statistics (%s)\n", err);
+        return -1;
+    }
+    const mr_json *schema = mr_json_get(j, "schema");
+    long long version = 0;
+    if (!schema || schema->type != MR_JSON_STRING ||
+        strcmp(schema->str, "memkit-process-stats") != 0 ||
+        mr_json_int(j, "version", &version) != 0 || version < 1) {
+        fprintf(out, "memkit's view: unreadable statistics (not the "
+                     "memkit-process-stats schema, version 1 or later)\n");
+        mr_json_free(j);
+        return -1;
+    }
+    const char *missing = NULL;
+    const mr_json *os = mr_json_get(j, "os"), *pg = mr_json_get(j, "purge"),
+                  *heap = mr_json_get(j, "heap"),
+                  *classes = mr_json_get(j, "classes"),
+                  *mode = mr_json_get(pg, "mode");
+    long long pid = need(j, "", "pid", &missing);
+    long long reserved = need(os, "os", "reserved_bytes", &missing);
+    long long committed = need(os, "os", "committed_bytes", &missing);
+    long long calls = need(os, "os", "calls", &missing);
+    long long segments = need(os, "os", "segments", &missing);
+    long long delay = need(pg, "purge", "delay_ms", &missing);
+    long long purged = need(pg, "purge", "purged_bytes", &missing);
+    long long passes = need(pg, "purge", "passes", &missing);
+    long long pages = need(heap, "heap", "page_bytes", &missing);
+    long long huge_n = need(heap, "heap", "huge_chunks", &missing);
+    long long huge_b = need(heap, "heap", "huge_bytes", &missing);
+    long long huge_c = need(heap, "heap", "huge_cached_bytes", &missing);
+    long long meta = need(heap, "heap", "meta_bytes", &missing);
+    if (!missing && (!mode || mode->type != MR_JSON_STRING))
+        missing = "no string purge.mode";
+    if (!missing && (!classes || classes->type != MR_JSON_ARRAY))
+        missing = "no array classes";
+    if (missing) {
+        fprintf(out, "memkit's view: unreadable statistics (%s)\n", missing);
+        mr_json_free(j);
+        return -1;
+    }
+
+    char a[32], b[32], c[32], d[32];
+    if (pid == program)
+        fprintf(out, "memkit's view at exit (pid %lld, the program)\n", pid);
+    else
+        fprintf(out, "memkit's view at exit (pid %lld: a process the program "
+                     "started, the last on memkit to exit; the program was "
+                     "pid %d)\n", pid, (int)program);
+    mr_view_bytes(a, sizeof a, (double)committed);
+    mr_view_bytes(b, sizeof b, (double)reserved);
+    fprintf(out, "  committed   %s of %s reserved (%lld segment%s, %lld OS "
+                 "calls)\n", a, b, segments, segments == 1 ? "" : "s", calls);
+    mr_view_bytes(a, sizeof a, (double)purged);
+    fprintf(out, "  purged      %s in %lld pass%s (mode %s, delay %lld ms)\n",
+            a, passes, passes == 1 ? "" : "es", mode->str, delay);
+    mr_view_bytes(a, sizeof a, (double)pages);
+    mr_view_bytes(b, sizeof b, (double)huge_b);
+    mr_view_bytes(c, sizeof c, (double)huge_c);
+    mr_view_bytes(d, sizeof d, (double)meta);
+    fprintf(out, "  heap        %s in small pages, %lld huge chunk%s (%s, %s "
+                 "cached), %s metadata\n", a, huge_n, huge_n == 1 ? "" : "s",
+            b, c, d);
+    int shown = 0;
+    for (const mr_json *k = classes->first; k && shown < 4; k = k->next) {
+        long long size, bytes;
+        if (mr_json_int(k, "chunk_size", &size) != 0 ||
+            mr_json_int(k, "page_bytes", &bytes) != 0)
+            continue;
+        mr_view_bytes(a, sizeof a, (double)bytes);
+        fprintf(out, "%s%lld B: %s", shown ? ", " : "  classes     ", size,
+                a);
+        shown++;
+    }
+    if (shown)
+        fprintf(out, " (the largest, by bytes of pages)\n");
+    mr_json_free(j);
+    return 0;
+}
+
+int mr_view_print(FILE *out, const char *path, pid_t program)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return mr_view_print_text(out, "", 0, program);
+    char *buf = malloc(MAX_FILE);
+    size_t len = 0;
+    while (buf && len < MAX_FILE) {
+        ssize_t n = read(fd, buf + len, MAX_FILE - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (!buf) {
+        fprintf(out, "memkit's view: out of memory\n");
+        return -1;
+    }
+    int r = mr_view_print_text(out, buf, len, program);
+    free(buf);
+    return r;
+}
