@@ -141,6 +141,8 @@ struct mki_segment {
     mki_segment *next, *prev; /* arena lists */
     uint32_t free_units;
     uint32_t max_run_hint;  /* upper bound of the largest free aligned run */
+    uint32_t fixed_units;   /* units never handed out: the header, and in
+                               MEMKIT_SECURE=2 the guard page at the end */
     uint64_t empty_since_ns; /* when it last became empty (purge delay) */
     size_t huge_committed;  /* huge: bytes committed */
     uint64_t used[MKI_BITMAP_WORDS];      /* unit handed out */

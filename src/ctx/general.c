@@ -231,12 +231,46 @@ static mki_page *take_spare(mki_general *g, unsigned c, uint32_t units)
     return pg;
 }
 
+/* MEMKIT_SECURE=2: hand the chunks of a fresh page out in an order an
+ * attacker cannot predict (a stride through the page, coprime with its
+ * capacity, and a start, both from the secret and the page's address), so
+ * that an overflow cannot count on which chunk follows which. */
+static uint32_t gcd(uint32_t a, uint32_t b)
+{
+    while (b) {
+        uint32_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static void shuffle(mki_page *pg)
+{
+    uint32_t n = pg->capacity;
+    if (n < 2)
+        return;
+    uint64_t r = (uint64_t)mki_link_key ^ ((uintptr_t)pg->start * 0x9E3779B97F4A7C15ull);
+    r ^= r >> 29;
+    r *= 0xBF58476D1CE4E5B9ull;
+    uint32_t stride = (uint32_t)(r % (n - 1)) + 1, at = (uint32_t)((r >> 32) % n);
+    while (gcd(n, stride) != 1) /* stride 1 always is */
+        stride = stride % (n - 1) + 1;
+    pg->free = NULL;
+    for (uint32_t k = 0; k < n; k++, at = (at + stride) % n)
+        mki_page_push(pg, pg->start + (size_t)at * pg->chunk_size);
+    pg->extend = pg->end;
+}
+
 static mki_page *page_new(mki_general *g, unsigned c)
 {
     uint32_t units = mki_class_page_units(c, g->page_bytes);
     mki_page *pg = take_spare(g, c, units);
-    if (pg)
+    if (pg) {
+        if (mki_secure >= 2 && pg->extend == pg->start && !pg->free)
+            shuffle(pg); /* re-cut for another class */
         return pg;
+    }
     pg = mki_segment_page_alloc(units, (size_t)units * MKI_UNIT);
     if (!pg)
         return NULL;
@@ -253,6 +287,8 @@ static mki_page *page_new(mki_general *g, unsigned c)
         mki_segment_page_release(pg);
         return NULL;
     }
+    if (mki_secure >= 2)
+        shuffle(pg);
     g->page_bytes += pg->size;
     class_count(c, pg->size, 1);
     return pg;
@@ -471,7 +507,7 @@ static void *general_realloc(mki_page *pg, void *p, size_t size)
 {
     size_t old = general_usable_size(pg, p);
     if (pg->kind == MKI_PAGE_HUGE && size > MKI_LARGE_MAX &&
-        g_fast(pg->ctx)) {
+        g_fast(pg->ctx) && mki_secure < 2 /* (guard pages: no resize) */) {
         /* resize the mapping: no copy, and no new chunk */
         mki_general *g = gen(pg->ctx);
         mki_page_list_remove(&g->large, pg);

@@ -95,6 +95,11 @@ extern _Thread_local uintptr_t mki_os_self
     __attribute__((tls_model("initial-exec")));
 uintptr_t mki_os_self_assign(void);
 
+/* Make [p, p+size) (OS-page aligned, inside a reservation) a guard: any
+ * access faults.  0, or -1 (nothing changed).  The reservation's release
+ * gives it back with the rest. */
+int mki_os_guard(void *p, size_t size);
+
 /* Monotonic time in nanoseconds (purge delays). */
 unsigned long long mki_os_now_ns(void);
 

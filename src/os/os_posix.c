@@ -133,6 +133,12 @@ void *mki_os_resize(void *p, size_t size, size_t new_size, size_t align,
     return q;
 }
 
+int mki_os_guard(void *p, size_t size)
+{
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    return mprotect(p, size, PROT_NONE) == 0 ? 0 : -1;
+}
+
 int mki_os_commit(void *p, size_t size)
 {
     (void)p;

@@ -256,10 +256,13 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
     size_t off = align < MKI_OS_PAGE ? MKI_OS_PAGE : align;
     if (off > MKI_SEG_SIZE)
         off = MKI_SEG_SIZE;
-    size_t total = off + body;
+    /* MEMKIT_SECURE=2: a guard page after the chunk, and no reuse of
+     * mappings (the guard must follow each chunk's own end) */
+    size_t guard = mki_secure >= 2 ? MKI_OS_PAGE : 0;
+    size_t total = off + body + guard;
     mki_segment *s = NULL, *expired[2 * CACHE_SLOTS + 2];
     unsigned nexp = 0;
-    if (off == MKI_OS_PAGE) {
+    if (off == MKI_OS_PAGE && !guard) {
         pthread_mutex_lock(&huge_lock);
         s = cache_find(total, expired, &nexp);
         pthread_mutex_unlock(&huge_lock);
@@ -286,8 +289,13 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
     if (!s)
         return NULL;
     size_t committed = header_bytes(unit_of((char *)s + off)) + body;
-    if (committed > total)
-        committed = total;
+    if (committed > total - guard)
+        committed = total - guard;
+    if (guard && mki_os_guard((char *)s + total - guard, guard) != 0) {
+        mki_os_release(s, total, 0);
+        errno = ENOMEM;
+        return NULL;
+    }
     if (mki_os_commit(s, committed) != 0) {
         mki_os_release(s, total, 0);
         return NULL;
@@ -317,7 +325,7 @@ void mki_huge_release(mki_page *pg)
     mki_segment *expired[2 * CACHE_SLOTS + 2];
     unsigned nexp = 0;
     if ((size_t)(pg->start - (char *)s) == MKI_OS_PAGE && !at_once &&
-        mki_option(MKI_OPT_PURGE_DELAY_MS) != 0) {
+        mki_secure < 2 && mki_option(MKI_OPT_PURGE_DELAY_MS) != 0) {
         pthread_mutex_lock(&huge_lock);
         nexp += cache_put(s, expired + nexp);
         pthread_mutex_unlock(&huge_lock);

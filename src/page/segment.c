@@ -146,7 +146,7 @@ static mki_segment **list_of(mki_segment *s)
 {
     if (s->free_units == 0)
         return &full_list;
-    if (s->free_units == MKI_UNITS - MKI_SEG_HEADER_UNITS)
+    if (s->free_units == MKI_UNITS - s->fixed_units)
         return &empty_list;
     return &avail_list;
 }
@@ -267,10 +267,19 @@ static mki_segment *segment_new(void)
     s->magic = MKI_SEG_MAGIC;
     s->kind = MKI_SEG_NORMAL;
     s->size = MKI_SEG_SIZE;
-    s->free_units = MKI_UNITS - MKI_SEG_HEADER_UNITS;
+    s->fixed_units = MKI_SEG_HEADER_UNITS;
     s->max_run_hint = MKI_UNITS;
     bits_set(s->used, 0, MKI_SEG_HEADER_UNITS, 1);
     bits_set(s->committed, 0, MKI_SEG_HEADER_UNITS, 1);
+    if (mki_secure >= 2 &&
+        mki_os_guard((char *)s + MKI_SEG_SIZE - MKI_OS_PAGE, MKI_OS_PAGE) == 0) {
+        /* a guard page at the end: an overflow off the segment's last
+         * chunk faults instead of running into the next mapping */
+        unsigned g = MKI_OS_PAGE / MKI_UNIT;
+        bits_set(s->used, MKI_UNITS - g, g, 1);
+        s->fixed_units += g;
+    }
+    s->free_units = MKI_UNITS - s->fixed_units;
     if (registry_put((uintptr_t)s, 1) != 0) {
         mki_os_release(s, MKI_SEG_SIZE, header);
         errno = ENOMEM;
