@@ -1,0 +1,295 @@
+/*
+ * override/hardening.c - the release reports of issue 8 through the malloc
+ * drop-in: a plain C program (libc only, no memkit header) run under
+ * LD_PRELOAD=libmemkit-malloc.so, as a user would run any program.
+ *
+ *   every build   free() twice of a small chunk, right after the first
+ *                 free (sizes 8 .. 32 KiB): "memkit: double free of P
+ *                 (context thread)" (malloc's chunks live in the thread's
+ *                 heap, a GENERAL context named "thread"); of a large
+ *                 (64 KiB) and a huge (3 MiB) chunk: "memkit: double free
+ *                 of P (memory memkit holds free)"; realloc() of a pointer
+ *                 memkit does not hold (stack, static array, a page of our
+ *                 own from mmap): "memkit: realloc(): invalid pointer P";
+ *   MEMKIT_SECURE=1  free() of those pointers: "memkit: free(): invalid
+ *                 pointer P"; a free chunk's first word overwritten (with
+ *                 an address of our choosing, or zero), in the chunk at the
+ *                 head of its list and in the next one: "memkit: write to
+ *                 freed memory (its free-list link was overwritten):
+ *                 pointer P (context "thread")", and the forged address is
+ *                 never returned by malloc.
+ * With an error handler (mk_set_error_handler, found with dlsym as a
+ * program that knows of memkit would) the process goes on: free() twice
+ * hands the chunk out once, realloc() of a stack pointer returns NULL.
+ *
+ * Each case runs in a fresh process (tests/wrong/reexec.h), which inherits
+ * LD_PRELOAD; the child announces the exact line it expects.  First the
+ * test proves that the preload took (memkit's symbols are in the process).
+ */
+#include "harness.h"
+#include "wrong/reexec.h"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+
+static void poke8_impl(void *p, uint64_t v) { memcpy(p, &v, 8); }
+static void (*volatile poke8)(void *p, uint64_t v) = poke8_impl;
+static void *launder_impl(void *p) { return p; }
+static void *(*volatile launder)(void *) = launder_impl;
+
+static const char *const SECURE[] = {"MEMKIT_SECURE=1", NULL};
+static const char *const DEFAULT[] = {NULL};
+
+static const char DOUBLE_FREE[] = "memkit: double free of %p (context thread)";
+static const char HELD_FREE[] = "memkit: double free of %p (memory memkit "
+                                "holds free)";
+static const char BAD_LINK[] = "memkit: write to freed memory (its free-list "
+                               "link was overwritten): pointer %p (context "
+                               "\"thread\")";
+
+static void *must(void *p)
+{
+    if (!p)
+        _exit(4);
+    return p;
+}
+
+/* ---- the cases (in the child) --------------------------------------------- */
+
+static void case_double_free(const char *arg)
+{
+    size_t n = strtoul(arg, NULL, 0);
+    char *keep = must(malloc(n));
+    char *p = must(malloc(n));
+    rx_expect_ptr(n > 32768 ? HELD_FREE : DOUBLE_FREE, p);
+    memset(p, 1, n);
+    free(p);
+    free(p);
+    free(keep);
+}
+
+static char static_array[256];
+
+static void *foreign(const char *arg, char *stack)
+{
+    if (strcmp(arg, "stack") == 0)
+        return stack;
+    if (strcmp(arg, "static") == 0)
+        return static_array + 16;
+    if (strcmp(arg, "mmap") == 0) {
+        char *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            _exit(5);
+        return m + 64;
+    }
+    _exit(5);
+}
+
+static void case_free_foreign(const char *arg)
+{
+    char stack[64];
+    void *p = launder(foreign(arg, stack));
+    rx_expect_ptr("memkit: free(): invalid pointer %p", p);
+    free(p);
+}
+
+static void case_realloc_foreign(const char *arg)
+{
+    char stack[64];
+    void *p = launder(foreign(arg, stack));
+    rx_expect_ptr("memkit: realloc(): invalid pointer %p", p);
+    void *q = realloc(p, 100);
+    printf("realloc returned %p\n", q);
+}
+
+/* arg "SIZE:VALUE:WHERE" as in wrong/release.c: VALUE forge or zero,
+ * WHERE head or deep. */
+static char forged_target[4096] __attribute__((aligned(64)));
+
+static void case_link(const char *arg)
+{
+    size_t n = 0;
+    char value[16] = "", where[16] = "";
+    if (sscanf(arg, "%zu:%15[^:]:%15s", &n, value, where) != 3)
+        _exit(5);
+    char *keep = must(malloc(n)), *a = must(malloc(n)), *b = must(malloc(n));
+    char *keep2 = must(malloc(n));
+    (void)keep, (void)keep2;
+    char *victim = strcmp(where, "deep") == 0 ? a : b;
+    rx_expect_ptr(BAD_LINK, victim);
+    free(a);
+    free(b);
+    poke8(victim, strcmp(value, "zero") == 0
+                      ? 0
+                      : (uint64_t)(uintptr_t)forged_target);
+    for (int i = 0; i < 100000; i++) {
+        char *q = malloc(n);
+        if (!q)
+            _exit(6);
+        if (q == forged_target) {
+            printf("the forged address was handed out\n");
+            _exit(7);
+        }
+    }
+}
+
+static char lines[8][400];
+static int nlines;
+
+static void handler(const char *m, void *arg)
+{
+    (void)arg;
+    if (nlines < 8)
+        snprintf(lines[nlines], sizeof lines[0], "%s", m);
+    nlines++;
+}
+
+static void expect_line(int line, const char *fmt, const void *p)
+{
+    char want[512];
+    snprintf(want, sizeof want, fmt, p);
+    th_checks++;
+    if (nlines != 1 || strcmp(lines[0], want) != 0)
+        th_fail(__FILE__, line, "%d handler calls, first \"%s\"; expected "
+                "one, \"%s\"", nlines, nlines ? lines[0] : "", want);
+    nlines = 0;
+}
+
+static void case_handler(const char *arg)
+{
+    int secure = strcmp(arg, "secure") == 0;
+    void (*set_handler)(void (*)(const char *, void *), void *) =
+        (void (*)(void (*)(const char *, void *), void *))dlsym(
+            RTLD_DEFAULT, "mk_set_error_handler");
+    if (!set_handler) {
+        printf("mk_set_error_handler not found\n");
+        exit(8);
+    }
+    set_handler(handler, NULL);
+    static const size_t sizes[] = {8, 100, 1000, 32768};
+    for (int s = 0; s < 4; s++) {
+        char *keep = malloc(sizes[s]), *p = malloc(sizes[s]);
+        if (!keep || !p)
+            exit(9);
+        free(p);
+        free(p);
+        expect_line(__LINE__, DOUBLE_FREE, p);
+        /* p is on its list once: one of the next allocations, no repeat */
+        char *got[32];
+        int seen = 0;
+        for (int i = 0; i < 32; i++) {
+            got[i] = malloc(sizes[s]);
+            if (!got[i])
+                exit(9);
+            seen += got[i] == p;
+            for (int j = 0; j < i; j++)
+                CHECK(got[i] != got[j]);
+        }
+        CHECK_EQ(seen, 1);
+        for (int i = 0; i < 32; i++)
+            free(got[i]);
+        free(keep);
+    }
+    char stack[64];
+    char *sp = launder(stack);
+    CHECK_NULL(realloc(sp, 100));
+    expect_line(__LINE__, "memkit: realloc(): invalid pointer %p", sp);
+    if (secure) {
+        free(sp);
+        expect_line(__LINE__, "memkit: free(): invalid pointer %p", sp);
+        free(static_array + 16);
+        expect_line(__LINE__, "memkit: free(): invalid pointer %p",
+                    static_array + 16);
+    }
+    set_handler(NULL, NULL);
+    exit(th_done());
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(const char *arg);
+} cases[] = {
+    {"double-free", case_double_free},
+    {"free-foreign", case_free_foreign},
+    {"realloc-foreign", case_realloc_foreign},
+    {"link", case_link},
+    {"handler", case_handler},
+};
+
+static int rx_child(const char *name, const char *arg)
+{
+    rx_begin(name);
+    long (*option_get)(const char *) =
+        (long (*)(const char *))dlsym(RTLD_DEFAULT, "mk_option_get");
+    long want = getenv("MEMKIT_SECURE") ? 1 : 0;
+    if (!option_get || option_get("secure") != want) {
+        rx_expect("not on memkit, or not in the mode asked for");
+        return 3;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (strcmp(cases[i].name, name) == 0) {
+            cases[i].fn(arg);
+            return 0;
+        }
+    rx_expect("no such case");
+    return 2;
+}
+
+/* ---- the tests (in the parent) ------------------------------------------------ */
+
+static void test_preloaded(void)
+{
+    CHECK_NOT_NULL(dlsym(RTLD_DEFAULT, "mk_ctx_current"));
+    CHECK_NOT_NULL(getenv("LD_PRELOAD"));
+}
+
+static void test_double_free(void)
+{
+    static const char *const sizes[] = {"8",    "24",    "100",   "1000",
+                                        "4096", "20000", "32768", "65536",
+                                        "3145728"};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        RX_DIES("double-free", sizes[i], DEFAULT);
+        RX_DIES("double-free", sizes[i], SECURE);
+    }
+}
+
+static void test_foreign(void)
+{
+    static const char *const what[] = {"stack", "static", "mmap"};
+    for (int i = 0; i < 3; i++) {
+        RX_DIES("realloc-foreign", what[i], DEFAULT);
+        RX_DIES("realloc-foreign", what[i], SECURE);
+        RX_DIES("free-foreign", what[i], SECURE);
+    }
+}
+
+static void test_overwritten_link_secure(void)
+{
+    static const char *const args[] = {
+        "24:forge:head", "100:forge:head", "1000:forge:head",
+        "16384:forge:head", "100:zero:head", "100:forge:deep",
+        "48:zero:deep",
+    };
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++)
+        RX_DIES("link", args[i], SECURE);
+}
+
+static void test_handler(void)
+{
+    RX_LIVES("handler", "default", DEFAULT);
+    RX_LIVES("handler", "secure", SECURE);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 2)
+        return rx_child(argv[1], argv[2]);
+    RUN(test_preloaded);
+    RUN(test_double_free);
+    RUN(test_foreign);
+    RUN(test_overwritten_link_secure);
+    RUN(test_handler);
+    return th_done();
+}
