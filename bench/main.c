@@ -8,11 +8,12 @@
  *
  * --quick (the default, `make bench`) runs the grid up to 64 MiB live with
  * 3 runs per figure and at least 2M timed allocations per W1 cell, in about
- * five minutes on a 2-core machine with every peer installed: two and a
- * half for the in-process workloads (W1, W2, W5, RSS; without talloc, APR
- * and mimalloc about half that), two and a quarter for the drop-in ones
- * (W1M, W2M, W6, W7, W8: a child process per figure under each malloc
- * drop-in, dropin.h).  --full (`make bench-full`) adds 256 MiB and 1 GiB
+ * six minutes on a 2-core machine with every peer installed (seven when
+ * other work shares it): two and a half for the in-process workloads (W1,
+ * W2, W5, RSS; without talloc, APR and mimalloc about half that), two and
+ * a quarter for the drop-in ones (W1M, W2M, W6, W7, W8: a child process
+ * per figure under each malloc drop-in, dropin.h), under one for W3 (a
+ * 512 MiB peak per child, under each drop-in and purge mode).  --full (`make bench-full`) adds 256 MiB and 1 GiB
  * live, 7 runs and 10M allocations per cell, and takes far longer (an hour
  * or more; cells that would not fit in memory are skipped).
  * The bench pins itself to one CPU, runs the workloads one after the other,
