@@ -1,7 +1,7 @@
 #!/bin/sh
 # fixed_cost.sh - the fixed cost of the drop-in for one program that
 # allocates almost nothing: first compare.sh (same output, and proof from
-# the dynamic loader that the preload takes), then rss_cost (median peak
+# the dynamic loader that the preload takes), then rss_cost (median paired difference of peak
 # RSS on memkit at most LIMIT_KIB above the system allocator's).
 #
 # usage: fixed_cost.sh COMPARE_SH RSS_COST LIB LIMIT_KIB RUNS COMMAND [ARG...]

@@ -8,7 +8,12 @@
  *
  * Each run is fork + exec, the two ways alternating, RUNS times each; the
  * peak RSS of one child comes from wait4 (ru_maxrss, KiB), and the verdict
- * compares the medians.  ru_maxrss also counts the child's memory before
+ * is the median of the differences of the pairs (memkit's run minus the
+ * system allocator's run just before it): on a loaded machine the figures
+ * of either way move by up to ~150 KiB from run to run (page cache and
+ * reclaim), which made a comparison of the two medians flip across the
+ * limit; runs made back to back share those conditions.  The medians of
+ * each way are printed too.  ru_maxrss also counts the child's memory before
  * exec (the kernel keeps the larger of the two peaks), so the child is a
  * fork, not a vfork: a forked child's resident pages are only the anonymous
  * pages it copied from this small runner.  That floor is measured too (a
@@ -109,23 +114,29 @@ int main(int argc, char **argv)
         if (floor_kib[i] < 0 || sys[i] < 0 || mk[i] < 0)
             return 1;
     }
+    long diff[MAX_RUNS];
+    for (int i = 0; i < runs; i++)
+        diff[i] = mk[i] - sys[i];
+    long d = median(diff, runs);
     long f = median(floor_kib, runs), s = median(sys, runs), m = median(mk, runs);
     print_all("runner floor:", floor_kib, runs);
     print_all("system allocator:", sys, runs);
     print_all("memkit:", mk, runs);
-    printf("peak RSS of %s, median of %d runs: system allocator %ld KiB, "
-           "memkit %ld KiB, difference %+ld KiB (limit %+ld KiB); "
-           "runner floor %ld KiB\n", cmd[0], runs, s, m, m - s, limit, f);
+    print_all("pair differences:", diff, runs);
+    printf("peak RSS of %s over %d runs: medians system allocator %ld KiB, "
+           "memkit %ld KiB; median difference of the pairs %+ld KiB (limit "
+           "%+ld KiB); runner floor %ld KiB\n", cmd[0], runs, s, m, d, limit,
+           f);
     if (f >= s) {
         printf("FAIL: the runner's own floor (%ld KiB) is not below the "
                "system allocator's figure: the measurement proves nothing\n", f);
         return 1;
     }
-    if (m - s > limit) {
+    if (d > limit) {
         printf("FAIL: the drop-in costs %ld KiB of peak RSS, more than %ld KiB\n",
-               m - s, limit);
+               d, limit);
         return 1;
     }
-    printf("PASS: fixed cost %+ld KiB, within %ld KiB\n", m - s, limit);
+    printf("PASS: fixed cost %+ld KiB, within %ld KiB\n", d, limit);
     return 0;
 }
