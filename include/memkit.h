@@ -437,11 +437,13 @@ static inline void *mk_pool_get(mk_pool *pool)
     return mk_pool_alloc(pool);
 }
 
-/** As mk_pool_free(), inline for the common case. */
+/** As mk_pool_free(), inline for the common case (an object freed twice
+ * in a row is left to mk_pool_free, which reports it). */
 static inline void mk_pool_put(mk_pool *pool, void *obj)
 {
     mk_pool_front *f = (mk_pool_front *)(void *)pool;
-    if ((uintptr_t)obj - f->lo < f->span && f->count < f->room) {
+    if ((uintptr_t)obj - f->lo < f->span && f->count < f->room &&
+        obj != f->head) {
         *(void **)obj = f->head;
         f->head = obj;
         f->count++;

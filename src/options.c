@@ -130,7 +130,7 @@ static void read_environment(void)
     /* secure mode is decided here, before any context exists, and never
      * changes: links written one way must be read the same way */
     mki_secure = (int)atomic_load(&mki_options[MKI_OPT_SECURE]);
-    if (mki_secure) {
+    if (mki_secure || MK_CONFIG_CHECK) { /* (both encode links) */
         uintptr_t key = (uintptr_t)&mki_link_key; /* ASLR bits at least */
         const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
         if (r) {

@@ -176,6 +176,10 @@ static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
 
 void mk_pool_free(mk_pool *pool, void *obj)
 {
+    if (MKI_UNLIKELY(obj != NULL && obj == pool->front.head)) {
+        mki_error_double_free(obj, pool->root); /* freed twice in a row */
+        return;
+    }
     if ((uintptr_t)obj - pool->front.lo < pool->front.span &&
         pool->front.count < pool->front.room) {
         *(void **)obj = pool->front.head;

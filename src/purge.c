@@ -48,6 +48,7 @@ static unsigned long long sched_ns;
 static _Atomic int thread_state;     /* 0 none, 1 starting, 2 running */
 static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER; /* one pass */
 static _Atomic size_t purged_bytes, passes;
+static _Atomic unsigned long notes; /* frees noted so far (see purge_main) */
 
 static void cond_init(void)
 {
@@ -106,10 +107,14 @@ static void *purge_main(void *arg)
             pthread_cond_timedwait(&purge_cond, &purge_lock, &ts);
             continue; /* (the delay may have changed meanwhile) */
         }
+        /* a free noted while the pass runs found a pass scheduled and
+         * added none: if one came, the pass is scheduled again, even when
+         * this one (which may have looked before that free) left nothing */
+        unsigned long before = atomic_load(&notes);
         pthread_mutex_unlock(&purge_lock);
         int again = policy_active() && run_pass(0, NULL);
         pthread_mutex_lock(&purge_lock);
-        if (again)
+        if (again || atomic_load(&notes) != before)
             sched_ns = mki_os_now_ns();
         else
             atomic_store(&scheduled, 0);
@@ -189,6 +194,7 @@ void mki_purge_note(void)
 {
     if (!policy_active())
         return;
+    atomic_fetch_add_explicit(&notes, 1, memory_order_relaxed);
     want_if_large();
     if (mki_option(MKI_OPT_PURGE_DELAY_MS) == 0) { /* at once */
         run_pass(1, NULL);

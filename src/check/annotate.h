@@ -105,12 +105,17 @@ MKI_INLINE void mki_mem_forget(const void *p, size_t n)
  * that an overflow or a use-after-free write cannot plant an address of
  * its choosing, and a link that was overwritten decodes to garbage that
  * the reader's check (page.h) reports.  Only slow paths read and write
- * links in secure mode: its contexts never take the inline fast paths. */
+ * links in secure mode: its contexts never take the inline fast paths
+ * (nor do the checking build's, which encodes its links the same way). */
 extern int mki_secure;
 extern uintptr_t mki_link_key;
 MKI_INLINE uintptr_t mki_link_mask(const void *p)
 {
-    return mki_secure ? ((uintptr_t)p >> 12) ^ mki_link_key : 0;
+    /* the checking build encodes too: a link overwritten with zeros (the
+     * commonest write to a freed object, `obj->next = NULL`) then decodes
+     * to no chunk and is reported, where NULL would pass as the list's end */
+    return MK_CONFIG_CHECK || mki_secure ? ((uintptr_t)p >> 12) ^ mki_link_key
+                                         : 0;
 }
 
 /* The link word of a free chunk (slow paths only). */

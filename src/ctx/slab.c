@@ -248,6 +248,10 @@ void *mki_slab_alloc_slow(mki_slab *s) { return mki_slab_alloc_chunk(s); }
 
 void mki_slab_free_chunk(mki_page *pg, void *p)
 {
+    if (MKI_UNLIKELY(p == pg->free)) { /* freed twice in a row */
+        mki_error_double_free(p, pg->ctx);
+        return;
+    }
     mki_page_push(pg, p);
     if (--pg->used < pg->lo)
         mki_slab_rebucket(slab(pg->ctx), pg);

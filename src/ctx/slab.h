@@ -34,7 +34,12 @@ MKI_INLINE void *mki_slab_alloc_fast(mki_slab *s)
 
 MKI_INLINE void mki_slab_free_fast(mki_slab *s, mki_page *pg, void *p)
 {
-    *(void **)p = pg->free;
+    void *head = pg->free;
+    if (MKI_UNLIKELY(p == head)) { /* freed twice in a row */
+        mki_error_double_free(p, pg->ctx);
+        return;
+    }
+    *(void **)p = head;
     pg->free = p;
     if (MKI_UNLIKELY(--pg->used < pg->lo))
         mki_slab_rebucket(s, pg);
