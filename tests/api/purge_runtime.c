@@ -53,9 +53,8 @@ static pu_snap peak_and_free(mk_ctx *ctx, pu_snap *peak)
 /* Wait up to @deadline_s from @t0 for committed (and RSS) to be back
  * near @base, and for the passes that gave the whole peak back to be over
  * (purged_bytes moves at the end of a pass); prints how long it took.
- * Then a few more milliseconds: the thread marks nothing scheduled just
- * after its pass, and a free in between would be lost (the known bug of
- * test_free_during_pass), which the next steps of a case must not meet. */
+ * Then a few more milliseconds, so that a case's next step starts after
+ * the pass (test_free_during_pass is the case of a free during one). */
 static double expect_back(const pu_snap *base, double t0, double deadline_s,
                           const char *since)
 {
@@ -209,13 +208,13 @@ static void c_on_while_quiet_delay(void)
     switch_on_while_quiet("purge_delay_ms", -1, 100);
 }
 
-/* Known bug (DISABLED, tests/CMakeLists.txt): a free that happens while a
- * pass runs can be lost.  mki_purge_note returns at once when a pass is
- * scheduled and the thread runs; but the thread clears `scheduled` after
- * a pass that left nothing pending, and that pass looked at the free
- * memory before the free: the memory the free gave up is never scheduled
- * and stays (here: a 4 MiB huge mapping, cached and resident) until the
- * next free or mk_trim, however quiet the program.  The window is made
+/* A free that happens while a pass runs is not lost (it was, until the
+ * thread learned to count the frees noted during a pass: mki_purge_note
+ * returns at once when a pass is scheduled and the thread runs, and the
+ * thread cleared `scheduled` after a pass that left nothing pending but
+ * had looked at the free memory before the free: the memory stayed, here a
+ * 4 MiB huge mapping, cached and resident, until the next free or
+ * mk_trim).  The window is made
  * wide and found: the pass that gives back a 64 MiB peak is started at a
  * known time (a 60 s delay shortened once the peak has been free for
  * longer than the new delay, so that it is the only pass), and the chunk
