@@ -9,6 +9,10 @@
 #   make tsan-test    the tests under ThreadSanitizer (./build-tsan)
 #   make valgrind-test  the plain tests under Valgrind memcheck
 #   make install [PREFIX=/usr/local]   headers, libraries, memkit.pc, CMake package
+#   make fuzz [FUZZ_SECONDS=60]   build the libFuzzer targets (clang, ./build-fuzz)
+#                 and run each for FUZZ_SECONDS on its seed corpus
+#   make soak [SOAK_SECONDS=600]  8 threads of context and malloc work, RSS
+#                 sampled (on demand: not part of `make test`)
 #   make clean
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -18,7 +22,7 @@ PREFIX ?=
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
 .PHONY: all build test bench bench-full asan-test tsan-test valgrind-test \
-        install clean tools-check
+        install clean tools-check fuzz fuzz-build soak
 
 all: build
 
@@ -68,3 +72,35 @@ install: build
 
 clean:
 	rm -rf build build-asan build-tsan
+
+# ---- issue 8: fuzzing and the soak test -------------------------------------
+# make fuzz: fuzz/CMakeLists.txt is a project of its own (clang, libFuzzer;
+# fuzz/README.md).  Each target runs FUZZ_SECONDS on a working copy of its
+# seed corpus (new inputs go to build-fuzz/corpus/<target>, never into the
+# repository); a crash leaves build-fuzz/<target>-crash-<sha1> and fails.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_TARGETS ?= ctx_fuzz ctx_fuzz_asan malloc_fuzz
+FUZZ_FLAGS ?=
+
+fuzz-build: tools-check
+	@command -v $(FUZZ_CC) >/dev/null 2>&1 || { echo "memkit: make fuzz needs clang: sudo apt-get install clang"; exit 1; }
+	@$(CMAKE) -S fuzz -B build-fuzz -DCMAKE_C_COMPILER=$(FUZZ_CC) >/dev/null
+	@$(CMAKE) --build build-fuzz -j$(JOBS)
+
+fuzz: fuzz-build
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  seeds=fuzz/corpus/$$t; [ -d $$seeds ] || seeds=fuzz/corpus/$${t%_asan}; \
+	  mkdir -p build-fuzz/corpus/$$t; \
+	  echo "== $$t: $(FUZZ_SECONDS) s on $$seeds =="; \
+	  ./build-fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/$$t- $(FUZZ_FLAGS) \
+	    build-fuzz/corpus/$$t $$seeds; \
+	done
+
+# make soak: the soak test (tests/stress/soak.c): SOAK_SECONDS of work, RSS
+# sampled every second.  Registered for ctest's configuration `soak` only,
+# so a plain ctest (make test) does not see it.
+SOAK_SECONDS ?= 600
+soak: build
+	cd build && MEMKIT_SOAK_SECONDS=$(SOAK_SECONDS) ctest -C soak -L soak --output-on-failure

@@ -6,14 +6,15 @@
  *   every build   a double free of a small chunk at the head of its page's
  *                 free list: "memkit: double free of P (context NAME)", for
  *                 GENERAL classes from 8 bytes to 32 KiB (also when the page
- *                 was full at the first free) and the thread's heap; of a
+ *                 was full at the first free), the thread's heap, SLAB
+ *                 chunks, and pool objects (plain and thread-safe, through
+ *                 mk_free, mk_pool_free and the inline mk_pool_put); of a
  *                 large (64 KiB) and a huge (3 MiB) chunk, whose memory
  *                 memkit holds free after the first free: "memkit: double
  *                 free of P (memory memkit holds free)"; mk_realloc of a
  *                 pointer outside memkit's segments: "memkit: realloc():
  *                 invalid pointer P";
- *   secure mode   the same, and SLAB chunks and pool objects freed twice
- *                 through mk_free; mk_free of a stack pointer, of a static
+ *   secure mode   the same; mk_free of a stack pointer, of a static
  *                 array, of glibc's malloc (this program is linked with
  *                 libmemkit only, so malloc is glibc's), of a huge chunk
  *                 after mk_trim unmapped it: "memkit: free(): invalid
@@ -37,8 +38,8 @@
  * exactly that line on stderr.  tests/override/hardening.c runs the same
  * errors through the malloc drop-in.
  *
- * Known library bugs (run on their own, DISABLED; see tests/CMakeLists.txt):
- * test_bug_slab_double_free, test_bug_secure_pool_double_free.
+ * (SLAB and pool double frees, and mk_pool_free twice in secure mode, were
+ * known library bugs this file found; fixed in 3967406.)
  */
 #include "harness.h"
 #include "wrong/reexec.h"
@@ -179,21 +180,23 @@ static void case_double_free_slab(const char *arg)
 }
 
 /* A pool object freed twice: arg "free" through mk_free, "pool" through
- * mk_pool_free; "-ts" for a thread-safe pool. */
+ * mk_pool_free, "put" through the inline mk_pool_put; "-ts" for a
+ * thread-safe pool. */
 static void case_double_free_pool(const char *arg)
 {
-    int ts = strstr(arg, "-ts") != NULL, via_pool = strncmp(arg, "pool", 4) == 0;
+    int ts = strstr(arg, "-ts") != NULL;
     mk_pool *pool = new_pool(ts);
     char *keep = must(mk_pool_alloc(pool));
     char *p = must(mk_pool_alloc(pool));
     (void)keep;
     expect2(DOUBLE_FREE, p, ts ? "rel-pool-ts" : "rel-pool");
-    if (via_pool) {
-        mk_pool_free(pool, p);
-        mk_pool_free(pool, p);
-    } else {
-        mk_free(p);
-        mk_free(p);
+    for (int i = 0; i < 2; i++) {
+        if (strncmp(arg, "pool", 4) == 0)
+            mk_pool_free(pool, p);
+        else if (strncmp(arg, "put", 3) == 0)
+            mk_pool_put(pool, p);
+        else
+            mk_free(p);
     }
 }
 
@@ -384,10 +387,8 @@ static void case_handler(const char *arg)
     static const size_t sizes[] = {8, 24, 100, 1000, 32768};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         handler_double_free(c, NULL, sizes[i], "rel-general");
-    if (secure) {
-        handler_double_free(s, NULL, 48, "rel-slab");
-        handler_double_free(NULL, pool, 40, "rel-pool");
-    }
+    handler_double_free(s, NULL, 48, "rel-slab");
+    handler_double_free(NULL, pool, 40, "rel-pool");
 
     /* large and huge: the second free is refused, memory stays as it was */
     static const size_t big[] = {(size_t)64 << 10, (size_t)3 << 20};
@@ -454,23 +455,6 @@ static void case_handler(const char *arg)
     exit(th_done());
 }
 
-/* ---- known library bugs (in the child) --------------------------------------- */
-
-/* Default build: a SLAB chunk (or a pool object) freed twice in a row is
- * pushed on its free list twice; then the same chunk is handed out twice. */
-static void case_bug_slab_reuse(const char *arg)
-{
-    (void)arg;
-    mk_ctx *s = new_slab(48);
-    char *keep = must(mk_alloc(s, 48));
-    char *p = must(mk_alloc(s, 48));
-    (void)keep;
-    mk_free(p);
-    mk_free(p); /* not reported */
-    char *x = must(mk_alloc(s, 48)), *y = must(mk_alloc(s, 48));
-    printf("handed out: %p %p\n", (void *)x, (void *)y);
-}
-
 /* ---- dispatch ------------------------------------------------------------------ */
 
 static const struct {
@@ -488,7 +472,6 @@ static const struct {
     {"pool-free-foreign", case_pool_free_foreign},
     {"link", case_link},
     {"handler", case_handler},
-    {"bug-slab-reuse", case_bug_slab_reuse},
 };
 
 static int rx_child(const char *name, const char *arg)
@@ -538,15 +521,20 @@ static void test_double_free_big(void)
     RX_DIES("double-free-big", "3145728", SECURE);
 }
 
-/* Secure mode checks every free of a small page against its list head,
- * SLAB's and pools' too. */
-static void test_double_free_slab_pool_secure(void)
+/* SLAB chunks and pool objects: every way to free them, in both modes
+ * (secure mode gives pools no inline front). */
+static void test_double_free_slab_pool(void)
 {
-    RX_DIES("double-free-slab", "48", SECURE);
-    RX_DIES("double-free-slab", "8", SECURE);
-    RX_DIES("double-free-slab", "1000", SECURE);
-    RX_DIES("double-free-pool", "free", SECURE);
-    RX_DIES("double-free-pool", "free-ts", SECURE);
+    static const char *const slab_sizes[] = {"48", "8", "1000"};
+    static const char *const pool_ways[] = {"free", "free-ts", "pool",
+                                            "pool-ts", "put", "put-ts"};
+    for (int m = 0; m < 2; m++) {
+        const char *const *env = m ? SECURE : DEFAULT;
+        for (int i = 0; i < 3; i++)
+            RX_DIES("double-free-slab", slab_sizes[i], env);
+        for (int i = 0; i < 6; i++)
+            RX_DIES("double-free-pool", pool_ways[i], env);
+    }
 }
 
 static void test_foreign_secure(void)
@@ -593,39 +581,6 @@ static void test_handler(void)
     RX_LIVES("handler", "secure", SECURE);
 }
 
-/* Known bug: in the default build a SLAB chunk and a pool object freed
- * twice through mk_free, right after the first free, are not reported
- * (SLAB pages keep fast_tid 0, so mk_free goes to slab_free ->
- * mki_slab_free_chunk, which pushes without comparing with the head; only
- * secure mode's mki_chunk_free_checked compares), though every build
- * reports the same error for GENERAL chunks; the chunk is then on the list
- * twice and handed out twice. */
-static void test_bug_slab_double_free(void)
-{
-    RX_DIES("double-free-slab", "48", DEFAULT);
-    RX_DIES("double-free-pool", "free", DEFAULT);
-    RX_DIES("double-free-pool", "free-ts", DEFAULT);
-    char out[4096], err[4096];
-    int st = rx_run("bug-slab-reuse", "", DEFAULT, out, sizeof out, err,
-                    sizeof err);
-    void *x = NULL, *y = NULL;
-    th_checks++;
-    if (WIFEXITED(st) && sscanf(out, "handed out: %p %p", &x, &y) == 2 &&
-        x == y)
-        th_fail(__FILE__, __LINE__, "the chunk freed twice was handed out "
-                "twice: %p and %p", x, y);
-}
-
-/* Known bug: in secure mode a pool object freed twice through
- * mk_pool_free is not reported (pool.c free_slow -> mki_slab_free_chunk
- * pushes without the head comparison mk_free makes), though mk_free of the
- * same object is. */
-static void test_bug_secure_pool_double_free(void)
-{
-    RX_DIES("double-free-pool", "pool", SECURE);
-    RX_DIES("double-free-pool", "pool-ts", SECURE);
-}
-
 int main(int argc, char **argv)
 {
     if (argc > 2)
@@ -635,12 +590,10 @@ int main(int argc, char **argv)
         th_fail(__FILE__, __LINE__, "linked with the checking build");
     RUN(test_double_free_small);
     RUN(test_double_free_big);
-    RUN(test_double_free_slab_pool_secure);
+    RUN(test_double_free_slab_pool);
     RUN(test_foreign_secure);
     RUN(test_realloc_foreign_default);
     RUN(test_overwritten_link_secure);
     RUN(test_handler);
-    RUN(test_bug_slab_double_free);
-    RUN(test_bug_secure_pool_double_free);
     return th_done();
 }
