@@ -35,7 +35,7 @@ static const char *const secure_words[] = {"off", "on", "guard", NULL};
 #define MEMKIT_SECURE_DEFAULT 0
 #endif
 
-int mki_secure;          /* MKI_OPT_SECURE, fixed at start */
+unsigned char mki_secure; /* MKI_OPT_SECURE, fixed at start (a byte: one compare on the free path) */
 uintptr_t mki_link_key;  /* the secret of encoded links (annotate.h) */
 
 static const option_def defs[MKI_OPT_COUNT] = {
@@ -129,7 +129,7 @@ static void read_environment(void)
     }
     /* secure mode is decided here, before any context exists, and never
      * changes: links written one way must be read the same way */
-    mki_secure = (int)atomic_load(&mki_options[MKI_OPT_SECURE]);
+    mki_secure = (unsigned char)atomic_load(&mki_options[MKI_OPT_SECURE]);
     if (mki_secure || MK_CONFIG_CHECK) { /* (both encode links) */
         uintptr_t key = (uintptr_t)&mki_link_key; /* ASLR bits at least */
         const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);

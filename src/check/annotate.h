@@ -107,7 +107,7 @@ MKI_INLINE void mki_mem_forget(const void *p, size_t n)
  * the reader's check (page.h) reports.  Only slow paths read and write
  * links in secure mode: its contexts never take the inline fast paths
  * (nor do the checking build's, which encodes its links the same way). */
-extern int mki_secure;
+extern unsigned char mki_secure;
 extern uintptr_t mki_link_key;
 MKI_INLINE uintptr_t mki_link_mask(const void *p)
 {

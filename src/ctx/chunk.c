@@ -57,8 +57,14 @@ static MKI_NOINLINE void *alloc_generic(mk_ctx *ctx, size_t size)
 
 void *mk_alloc(mk_ctx *ctx, size_t size)
 {
-    if (MKI_LIKELY(ctx->fast_kind == MK_GENERAL && size <= MKI_SMALL_MAX)) {
-        mki_page *pg = mki_general_page_for((mki_general *)ctx, size);
+    if (MKI_LIKELY(ctx->fast_kind == MK_GENERAL)) {
+        mki_page *pg;
+        if (MKI_LIKELY(size <= MKI_DIRECT_MAX)) /* one test for most sizes */
+            pg = ((mki_general *)ctx)->cls[mki_class_of_direct(size)];
+        else if (size <= MKI_SMALL_MAX)
+            pg = mki_general_page_for((mki_general *)ctx, size);
+        else
+            return alloc_generic(ctx, size);
         void *b = mki_general_pop(pg);
         if (MKI_LIKELY(b != NULL))
             return b;

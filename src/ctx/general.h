@@ -74,8 +74,8 @@ MKI_INLINE void mki_chunk_free(void *p)
         mki_chunk_free_checked(p);
         return;
     }
-    mki_page *pg = mki_page_of(p);
-    if (MKI_LIKELY(pg != NULL && mki_page_tid(pg) == mki_tid_now())) {
+    mki_page *pg = mki_page_of(p); /* (mki_page_gone for a freed page) */
+    if (MKI_LIKELY(mki_page_tid(pg) == mki_tid_now())) {
         void *head = pg->free;
         if (MKI_UNLIKELY(p == head)) {
             mki_chunk_free_twice(pg, p);

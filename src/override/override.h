@@ -14,14 +14,17 @@
 MKI_INLINE void *mki_override_alloc(size_t n)
 {
     mki_general *g = mki_tls_fast;
-    if (MKI_LIKELY(n <= MKI_SMALL_MAX)) {
-        mki_page *pg = mki_general_page_for(g, n);
-        void *b = mki_general_pop(pg);
-        if (MKI_LIKELY(b != NULL))
-            return b;
-        return mki_heap_refill(g, pg, n);
-    }
-    return mki_heap_alloc(n);
+    mki_page *pg;
+    if (MKI_LIKELY(n <= MKI_DIRECT_MAX)) /* one test for most sizes */
+        pg = g->cls[mki_class_of_direct(n)];
+    else if (n <= MKI_SMALL_MAX)
+        pg = mki_general_page_for(g, n);
+    else
+        return mki_heap_alloc(n);
+    void *b = mki_general_pop(pg);
+    if (MKI_LIKELY(b != NULL))
+        return b;
+    return mki_heap_refill(g, pg, n);
 }
 
 /* free(p): mk_free (in the checking build, with its validation). */

@@ -17,6 +17,9 @@
  * that holds no page of that class points here, so the fast path needs no
  * NULL test (its fast_tid is 0, so no free ever reaches it). */
 extern mki_page mki_page_empty;
+/* The page map's entry for the units of a page that went back (segment.c):
+ * kind MKI_PAGE_FREE, fast_tid 0. */
+extern mki_page mki_page_gone;
 
 /* Is @p in a segment memkit holds?  A bit per 4 MiB of address space
  * (segment.c); the release build's free tests it first, so that a pointer

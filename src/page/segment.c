@@ -53,6 +53,11 @@ static _Atomic size_t units_out;     /* units handed out as pages */
 static uintptr_t *registry;
 
 mki_page mki_page_empty; /* all zero: no free chunk, fast_tid 0 */
+/* What the page map holds for the units of a page that went back: a free
+ * of a chunk that was there (a double free of a large chunk, most often)
+ * meets fast_tid 0 and kind FREE, and is reported by the slow path, with
+ * no NULL test on the fast path.  (Units never handed out hold NULL.) */
+mki_page mki_page_gone = {.kind = MKI_PAGE_FREE};
 
 static void arena_init(void) { mki_options_init(); }
 
@@ -438,7 +443,7 @@ static void release(mki_page *pg)
     pthread_mutex_lock(&arena_lock);
     list_remove(list_of(s), s);
     for (unsigned i = 0; i < pg->units; i++)
-        s->map[pg->unit + i] = NULL;
+        s->map[pg->unit + i] = &mki_page_gone;
     bits_set(s->used, pg->unit, pg->units, 0);
     s->free_units += pg->units;
     UNCOUNT(units_out, pg->units);
