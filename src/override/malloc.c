@@ -103,7 +103,8 @@ EXPORT void *realloc(void *p, size_t n)
     /* another thread's context: keep the chunk if it fits, else move it
      * into ours */
     size_t old = mk_usable_size(p);
-    if (n <= old && n >= old / 2)
+    size_t align = (n <= 8 || (n > 16 && n <= 24)) ? 8 : 16; /* memkit.h */
+    if (n <= old && n >= old / 2 && ((uintptr_t)p & (align - 1)) == 0)
         return p;
     void *q = mki_override_alloc(n);
     if (!q)

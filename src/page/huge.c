@@ -220,6 +220,7 @@ static mki_segment *cache_find(size_t need, mki_segment **out, unsigned *nout)
 static mki_segment *grow(mki_segment *s, size_t need)
 {
     size_t have = s->size, committed = s->huge_committed;
+    mki_mem_forget(s, have); /* if it moves, its old range is unmapped */
     mki_segment *moved = mki_os_resize(s, have, need, MKI_SEG_SIZE, 0);
     if (!moved) {
         unmap(s);
@@ -367,6 +368,10 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size)
         mki_segment *moved = mki_os_resize(s, have, need, align, at);
         if (!moved)
             return NULL; /* errno ENOMEM; the chunk is untouched */
+        if (moved != s) /* the old range was unmapped (ASan keeps its
+                           shadow otherwise: the next mapping there would
+                           start poisoned) */
+            mki_mem_forget(s, have);
         committed += need - have;
         if (moved != s) {
             mki_segment_register(s, 0);
