@@ -60,10 +60,12 @@ int mki_segment_register(void *base, int add);
  * free at the previous pass too (@force: every free unit), and give back
  * segments empty for @delay_ns (@force: all): unmapped with @unmap_empty,
  * else decommitted and kept for reuse (a few).  Sets *@pending if free
- * memory remains for a later pass.  Returns the bytes purged.  Thread-safe;
- * one pass at a time (purge.c). */
+ * memory remains for a later pass, and lowers *@next_due to when it will
+ * be due.  Returns the bytes purged.  Thread-safe; one pass at a time
+ * (purge.c). */
 size_t mki_segment_purge(int force, int how, int unmap_empty,
-                         unsigned long long delay_ns, int *pending);
+                         unsigned long long delay_ns, int *pending,
+                         unsigned long long *next_due);
 size_t mki_segment_count(void);
 /* Process figures in the terms of mallinfo2 (see mki_malloc_figures). */
 typedef struct mki_malloc_figures {
@@ -96,7 +98,7 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size);
  * address space and give their pages back.  Sets *@pending if a cached
  * mapping will be due later.  Returns the bytes purged. */
 size_t mki_huge_purge(int force, int unmap_due, unsigned long long delay_ns,
-                      int *pending);
+                      int *pending, unsigned long long *next_due);
 void mki_huge_figures(size_t *count, size_t *live_bytes, size_t *cache_bytes);
 void mki_huge_fork(int phase); /* as mki_meta_fork */
 

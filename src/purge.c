@@ -65,17 +65,21 @@ static unsigned long long delay_ns(void)
     return d <= 0 ? 0 : (unsigned long long)d * NS_PER_MS;
 }
 
-/* One pass; returns 1 if free memory is left for a later pass. */
-static int run_pass(int force, size_t *bytes)
+/* One pass; returns 1 if free memory is left for a later pass, due at
+ * *@next_due (when given). */
+static int run_pass(int force, size_t *bytes, unsigned long long *next_due)
 {
     long mode = mki_option(MKI_OPT_PURGE);
     int how = mode == MKI_PURGE_FREE && !force ? MKI_OS_FREE : MKI_OS_DONTNEED;
     int unmap = mode == MKI_PURGE_UNMAP || force;
     int pending = 0;
+    unsigned long long due = ~0ull;
     pthread_mutex_lock(&pass_lock);
-    size_t b = mki_huge_purge(force, unmap, delay_ns(), &pending);
-    b += mki_segment_purge(force, how, unmap, delay_ns(), &pending);
+    size_t b = mki_huge_purge(force, unmap, delay_ns(), &pending, &due);
+    b += mki_segment_purge(force, how, unmap, delay_ns(), &pending, &due);
     pthread_mutex_unlock(&pass_lock);
+    if (next_due)
+        *next_due = due;
     atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
     atomic_fetch_add_explicit(&passes, 1, memory_order_relaxed);
     if (bytes)
@@ -111,13 +115,23 @@ static void *purge_main(void *arg)
          * added none: if one came, the pass is scheduled again, even when
          * this one (which may have looked before that free) left nothing */
         unsigned long before = atomic_load(&notes);
+        unsigned long long next_due = 0;
         pthread_mutex_unlock(&purge_lock);
-        int again = policy_active() && run_pass(0, NULL);
+        int again = policy_active() && run_pass(0, NULL, &next_due);
         pthread_mutex_lock(&purge_lock);
-        if (again || atomic_load(&notes) != before)
-            sched_ns = mki_os_now_ns();
-        else
+        unsigned long long now = mki_os_now_ns(), d = delay_ns();
+        if (again) {
+            /* the next pass when the memory left becomes due (memory freed
+             * in a burst goes back one delay after the burst, not two),
+             * but not sooner than an eighth of a delay from now */
+            if (next_due < now + d / 8)
+                next_due = now + d / 8;
+            sched_ns = next_due - d;
+        } else if (atomic_load(&notes) != before) {
+            sched_ns = now;
+        } else {
             atomic_store(&scheduled, 0);
+        }
     }
     return NULL;
 }
@@ -197,7 +211,7 @@ void mki_purge_note(void)
     atomic_fetch_add_explicit(&notes, 1, memory_order_relaxed);
     want_if_large();
     if (mki_option(MKI_OPT_PURGE_DELAY_MS) == 0) { /* at once */
-        run_pass(1, NULL);
+        run_pass(1, NULL, NULL);
         return;
     }
     int ts = atomic_load_explicit(&thread_state, memory_order_relaxed);
@@ -210,7 +224,7 @@ void mki_purge_note(void)
             if (due)
                 atomic_store(&scheduled, 0);
             pthread_mutex_unlock(&purge_lock);
-            if (due && run_pass(0, NULL))
+            if (due && run_pass(0, NULL, NULL))
                 mki_purge_note();
         }
         return;
@@ -272,8 +286,8 @@ size_t mk_trim(void)
 {
     mki_heap_sweep_orphans(-1);
     size_t bytes = 0, more = 0;
-    run_pass(1, &bytes);
+    run_pass(1, &bytes, NULL);
     /* purging free pages may have emptied segments: they go too */
-    run_pass(1, &more);
+    run_pass(1, &more, NULL);
     return bytes + more;
 }

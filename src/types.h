@@ -144,6 +144,7 @@ struct mki_segment {
     uint32_t fixed_units;   /* units never handed out: the header, and in
                                MEMKIT_SECURE=2 the guard page at the end */
     uint64_t empty_since_ns; /* when it last became empty (purge delay) */
+    uint64_t freed_ns;      /* when a page of it last went back to it */
     size_t huge_committed;  /* huge: bytes committed */
     uint64_t used[MKI_BITMAP_WORDS];      /* unit handed out */
     uint64_t committed[MKI_BITMAP_WORDS]; /* unit may be resident */

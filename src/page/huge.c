@@ -397,7 +397,8 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size)
 /* ---- trimming, figures, fork ---------------------------------------------------- */
 
 size_t mki_huge_purge(int force, int unmap_all_due,
-                      unsigned long long delay_ns, int *pending)
+                      unsigned long long delay_ns, int *pending,
+                      unsigned long long *next_due)
 {
     mki_segment *gone[CACHE_SLOTS], *thin[CACHE_SLOTS];
     unsigned ng = 0, nt = 0;
@@ -418,6 +419,8 @@ size_t mki_huge_purge(int force, int unmap_all_due,
             continue;
         }
         *pending = 1;
+        if (cache[i].since_ns + delay_ns < *next_due)
+            *next_due = cache[i].since_ns + delay_ns;
         i++;
     }
     pthread_mutex_unlock(&huge_lock);
@@ -432,6 +435,8 @@ size_t mki_huge_purge(int force, int unmap_all_due,
         if (mki_os_decommit((char *)e + MKI_OS_PAGE, e->size - MKI_OS_PAGE,
                             drop, MKI_OS_DONTNEED) != 0) {
             *pending = 1; /* still committed: a later pass */
+            if (now + delay_ns < *next_due)
+                *next_due = now + delay_ns;
             continue;
         }
         e->huge_committed = MKI_OS_PAGE;

@@ -440,6 +440,7 @@ static void release(mki_page *pg)
     mki_segment *s = mki_segment_of(pg->start);
     if (pg->live)
         mki_instr_page_release(pg);
+    unsigned long long now = mki_os_now_ns();
     pthread_mutex_lock(&arena_lock);
     list_remove(list_of(s), s);
     for (unsigned i = 0; i < pg->units; i++)
@@ -449,8 +450,9 @@ static void release(mki_page *pg)
     UNCOUNT(units_out, pg->units);
     s->max_run_hint = MKI_UNITS; /* freed units may join a longer run */
     mki_segment **list = list_of(s);
+    s->freed_ns = now;
     if (list == &empty_list)
-        s->empty_since_ns = mki_os_now_ns();
+        s->empty_since_ns = now;
     list_push(list, s);
     pthread_mutex_unlock(&arena_lock);
     pg->kind = MKI_PAGE_FREE;
@@ -567,21 +569,26 @@ static uint64_t whole_pages(uint64_t x)
     return m * ((1ull << UPP) - 1);
 }
 
-/* Collect the runs of @s to purge (lock held): free and committed units,
- * only those already free at the last pass unless @force; a run spans
- * bitmap words (one system call per free run, not per word); its units
- * are marked used until the purge is done.  Returns 1 if units stay to
- * purge later. */
-static int collect_runs(mki_segment *s, int force, purge_run *runs,
-                        unsigned *nr)
+/* Collect the runs of @s to purge (lock held): the free, committed units
+ * that have been free for the delay: all of them if no page of @s went
+ * back for the delay (`quiet`) or @force, else those that were free at
+ * the last pass too (`aged`: a busy segment's long-free units).  A run
+ * spans bitmap words (one system call per free run, not per word); its
+ * units are marked used until the purge is done.  Returns 1 if units stay
+ * to purge later, and lowers *@next_due to when they will be due. */
+static int collect_runs(mki_segment *s, int force, unsigned long long now,
+                        unsigned long long delay_ns, purge_run *runs,
+                        unsigned *nr, unsigned long long *next_due)
 {
     int later = 0, took = 0;
+    int quiet = force || now - s->freed_ns >= delay_ns;
     unsigned start = 0, len = 0; /* the run being built */
     for (unsigned w = 0; w <= MKI_BITMAP_WORDS; w++) {
         uint64_t cand = 0;
         if (w < MKI_BITMAP_WORDS) {
-            uint64_t idle = ~s->used[w] & s->committed[w];
-            cand = whole_pages(force ? idle : idle & s->aged[w]);
+            /* only whole OS pages can go back: the rest is not counted */
+            uint64_t idle = whole_pages(~s->used[w] & s->committed[w]);
+            cand = quiet ? idle : idle & s->aged[w];
             if (*nr >= MAX_RUNS)
                 cand = 0;
             s->aged[w] = idle & ~cand;
@@ -615,6 +622,11 @@ static int collect_runs(mki_segment *s, int force, purge_run *runs,
     }
     if (took)
         list_push(list_of(s), s);
+    if (later) {
+        unsigned long long due = quiet ? now + delay_ns : s->freed_ns + delay_ns;
+        if (due < *next_due)
+            *next_due = due;
+    }
     return later;
 }
 
@@ -625,7 +637,8 @@ static int has_committed_data(const mki_segment *s)
 }
 
 size_t mki_segment_purge(int force, int how, int unmap_empty,
-                         unsigned long long delay_ns, int *pending)
+                         unsigned long long delay_ns, int *pending,
+                         unsigned long long *next_due)
 {
     static purge_run runs[MAX_RUNS]; /* one pass at a time (purge.c) */
     static mki_segment *drop[MAX_RUNS];
@@ -645,12 +658,17 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
             drop[nd++] = s;
         } else {
             *pending = 1;
+            unsigned long long when = due ? now + delay_ns
+                                          : s->empty_since_ns + delay_ns;
+            if (when < *next_due)
+                *next_due = when;
         }
     }
     for (int l = 0; l < 2; l++)
         for (mki_segment *s = l ? full_list : avail_list, *next; s; s = next) {
             next = s->next;
-            *pending |= collect_runs(s, force, runs, &nr);
+            *pending |= collect_runs(s, force, now, delay_ns, runs, &nr,
+                                     next_due);
         }
     pthread_mutex_unlock(&arena_lock);
 
