@@ -26,9 +26,9 @@
  * path, before it touches anything (mki_purge_safe_point), never from a
  * free or under a lock.  It blocks every signal (a program's handler must
  * not run on it), sleeps on a condition variable when nothing is due, and
- * is started again in a forked child that needs it.  Without it (option
- * purge_thread 0, or pthread_create failing) passes run on the slow paths
- * that free pages, once due.
+ * is started again in a forked child once that child frees pages or grows.
+ * Without it (option purge_thread 0, or pthread_create failing) passes run
+ * on the slow paths that free pages, once due.
  */
 #include "internal.h"
 
@@ -38,6 +38,20 @@
 #include <time.h>
 
 #define PURGE_THREAD_AT ((size_t)16 << 20) /* reserved bytes */
+
+/* ThreadSanitizer cannot start threads in the child of a multithreaded
+ * fork (it makes the child die): in a TSan build a forked child runs its
+ * passes on the slow paths instead (thread state 3, "never"). */
+#if defined(__SANITIZE_THREAD__)
+#define FORK_CHILD_STATE 3
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FORK_CHILD_STATE 3
+#endif
+#endif
+#ifndef FORK_CHILD_STATE
+#define FORK_CHILD_STATE 0
+#endif
 #define NS_PER_MS 1000000ull
 
 static pthread_mutex_t purge_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -45,7 +59,7 @@ static pthread_cond_t purge_cond;
 static pthread_once_t cond_once = PTHREAD_ONCE_INIT;
 static _Atomic int scheduled;        /* a pass is due `delay` after sched_ns */
 static unsigned long long sched_ns;
-static _Atomic int thread_state;     /* 0 none, 1 starting, 2 running */
+static _Atomic int thread_state; /* 0 none, 1 starting, 2 running, 3 never */
 static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER; /* one pass */
 static _Atomic size_t purged_bytes, passes;
 static _Atomic unsigned long notes; /* frees noted so far (see purge_main) */
@@ -260,16 +274,22 @@ void mki_purge_fork(int phase)
     }
     pthread_mutex_unlock(&purge_lock);
     pthread_mutex_unlock(&pass_lock);
-    if (phase == 2) { /* the child has no purge thread: one starts at its
-                         next safe point, and the next free schedules */
-        /* the condition variable may list the parent's thread as a waiter:
-         * signalling it would wait for that thread forever; start afresh */
+    if (phase == 2) {
+        /* The child has no purge thread.  One starts once the child itself
+         * frees pages or takes memory from the OS (mki_purge_note and
+         * mki_purge_grew want it, the next safe point starts it): a child
+         * that only execs, or allocates a little and exits, never pays for
+         * a thread.  Until then the memory it inherited free
+         * stays as it is (its pages are shared with the parent's anyway).
+         * The condition variable may list the parent's thread as a waiter:
+         * signalling it would wait for that thread forever; start afresh. */
         if (atomic_load(&thread_state) != 0)
             cond_init();
-        if (atomic_load(&thread_state) == 2) {
-            atomic_store(&thread_state, 0);
-            atomic_store(&mki_purge_want, 1);
-        }
+        int ts = atomic_load(&thread_state); /* 1: another thread was
+                                                 starting one, not here */
+        if (ts == 1 || ts == 2)
+            atomic_store(&thread_state, FORK_CHILD_STATE);
+        atomic_store(&mki_purge_want, 0);
         atomic_store(&scheduled, 0);
     }
 }

@@ -296,10 +296,15 @@ static mki_segment *segment_new(void)
     return s;
 }
 
-static void segment_release(mki_segment *s)
+/* @locked: the caller holds arena_lock (the registry's writers' lock). */
+static void segment_release(mki_segment *s, int locked)
 {
     mki_mem_forget(s, MKI_SEG_SIZE); /* the address may be mapped again */
+    if (!locked)
+        pthread_mutex_lock(&arena_lock);
     registry_put((uintptr_t)s, 0);
+    if (!locked)
+        pthread_mutex_unlock(&arena_lock);
     atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
     size_t committed = committed_units_bytes(s);
     UNCOUNT(seg_committed, committed);
@@ -369,7 +374,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     unsigned ncommit = (unsigned)((commit_bytes + MKI_UNIT - 1) / MKI_UNIT);
     if (commit_units(s, (unsigned)at, ncommit < units ? ncommit : units) != 0) {
         if (fresh)
-            segment_release(s);
+            segment_release(s, 1);
         goto fail;
     }
     if (!fresh)
@@ -688,7 +693,7 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
         drop_failed[i] = 0;
         if (unmap_empty || kept + i >= KEEP_EMPTY) {
             total += committed_units_bytes(s);
-            segment_release(s); /* counts its own bytes */
+            segment_release(s, 0); /* counts its own bytes */
             drop[i] = NULL;
         } else {
             /* the data units (not the header: its first units share an

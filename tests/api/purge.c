@@ -293,7 +293,7 @@ static long thread_id_named(const char *name)
     long id = -1;
     struct dirent *e;
     while (id < 0 && (e = readdir(d)) != NULL) {
-        char path[96], comm[64] = "";
+        char path[300], comm[64] = "";
         snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
         FILE *f = fopen(path, "r");
         if (!f)

@@ -23,8 +23,9 @@
  *    within one per delay of the loop's time, system calls within a few
  *    per pass, and next to nothing is purged;
  *  - fork: a child forked after the purge thread started has no such
- *    thread, starts its own at its first allocation slow path, and gets its
- *    memory back after a peak; the parent's thread goes on working.
+ *    thread, starts none while it allocates a little, starts its own once
+ *    it grows, and gets its memory back after a peak; the parent's thread
+ *    goes on working.
  */
 #include "purge_util.h"
 
@@ -315,6 +316,14 @@ static void forked_child(void *arg)
     CHECK_EQ(pu_threads_named("memkit-purge"), 0); /* not inherited */
     mk_ctx *ctx = mk_ctx_new(NULL, "child peak", MK_GENERAL, NULL);
     if (ctx) {
+        /* a child that allocates a little (what a child does before exec)
+         * starts no thread */
+        void *small[64];
+        for (int i = 0; i < 64; i++)
+            CHECK_NOT_NULL(small[i] = mk_alloc(ctx, 100));
+        for (int i = 0; i < 64; i++)
+            mk_free(small[i]);
+        CHECK_EQ(pu_threads_named("memkit-purge"), 0);
         pu_snap base = pu_now();
         /* growth alone: the child's thread starts at its first slow path */
         CHECK_EQ(pu_peak(ctx, CHUNK, PEAK), NPEAK);

@@ -187,7 +187,7 @@ static int pu_threads_named(const char *name)
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
-        char path[96], comm[64] = "";
+        char path[300], comm[64] = "";
         snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
         FILE *f = fopen(path, "r");
         if (!f)
