@@ -14,7 +14,8 @@
  * mk_pool_get / mk_pool_free / mk_pool_put / mk_free; a hand-over: a
  * second thread takes a context with mk_ctx_set_owner, allocates and frees
  * in it, frees chunks of other contexts (cross-thread frees), then the
- * first thread takes it back; mk_ctx_trim and mk_trim; statistics.
+ * first thread takes it back; mk_ctx_trim and mk_trim; statistics; bulk
+ * runs of thousands of chunks that fill and empty pages.
  *
  * The model checks, at every step: a chunk is handed out with the size,
  * alignment (memkit.h's rules: 8 for 8-byte and 17..24-byte requests, 16
@@ -767,6 +768,105 @@ static void op_check(void)
         verify(s, "check");
 }
 
+/* ---- bulk: pages that fill and empty ---------------------------------------- */
+
+/* Many chunks of one size at once in a GENERAL or SLAB context or a pool
+ * (the model's slots are too few to fill pages: SLAB's buckets, GENERAL's
+ * full pages and spare page need thousands), each tagged in its first
+ * bytes; freed in an order the input picks; statistics checked with them
+ * live; the rest freed at the end of the operation. */
+enum { NBULK = 6000 };
+static char *bulk[NBULK];
+static uintptr_t bulk_tag[NBULK], next_tag; /* unique: a chunk handed out
+                                               twice loses one tag */
+
+FZ_NOCOV static void tag(char *p, size_t n, uintptr_t v)
+{
+    memcpy(p, &v, n < sizeof v ? n : sizeof v);
+}
+
+FZ_NOCOV static int tagged(const char *p, size_t n, uintptr_t v)
+{
+    return memcmp(p, &v, n < sizeof v ? n : sizeof v) == 0;
+}
+
+static void op_bulk(void)
+{
+    int pi = -1, ci = -1;
+    unsigned t = fz_u8(&rd);
+    if (t & 1) {
+        pi = (int)(t >> 1) % NPOOL;
+        if (!pools[pi].p)
+            return;
+    } else {
+        ci = pick_ctx();
+        if (ci < 0 || ctxs[ci].kind == MK_BUMP || ctxs[ci].kind == MK_GENERATION)
+            return;
+    }
+    size_t size = pi >= 0 ? pools[pi].size
+                  : ctxs[ci].kind == MK_SLAB ? ctxs[ci].slab_size
+                                             : fz_u16(&rd) % 2049;
+    unsigned n = 1 + fz_u16(&rd) % NBULK;
+    if ((size_t)n * (size + 16) > ((size_t)48 << 20))
+        return;
+    for (unsigned i = 0; i < n; i++) {
+        bulk[i] = pi >= 0 ? mk_pool_alloc(pools[pi].p) : mk_alloc(ctxs[ci].c, size);
+        FZ_CHECK(bulk[i] != NULL, "bulk allocation %u of %zu bytes", i, size);
+        tag(bulk[i], size, bulk_tag[i] = ++next_tag * 0x9E3779B97F4A7C15ull);
+    }
+    /* free a part: every k-th from an offset, forwards or backwards */
+    unsigned k = 1 + fz_u8(&rd) % 8, off = fz_u8(&rd) % k, back = fz_u8(&rd) & 1;
+    unsigned freed = 0;
+    for (unsigned j = 0; j < n; j++) {
+        unsigned i = back ? n - 1 - j : j;
+        if (i % k != off)
+            continue;
+        FZ_CHECK(tagged(bulk[i], size, bulk_tag[i]),
+                 "bulk chunk %p of %zu bytes overwritten", (void *)bulk[i], size);
+        if (pi >= 0)
+            mk_pool_free(pools[pi].p, bulk[i]);
+        else
+            mk_free(bulk[i]);
+        bulk[i] = NULL;
+        freed++;
+    }
+    /* the statistics count the bulk chunks still live */
+    size_t live = 0;
+    for (int i = 0; i < NSLOT; i++)
+        live += slots[i].p && (pi >= 0 ? slots[i].pool == pi : slots[i].ctx == ci);
+    mk_stats st;
+    if (pi >= 0)
+        FZ_CHECK(mk_pool_stats(pools[pi].p, &st) == 0, "mk_pool_stats");
+    else
+        FZ_CHECK(mk_ctx_stats(ctxs[ci].c, &st, 0) == 0, "mk_ctx_stats");
+    FZ_CHECK(st.chunks == live + n - freed, "bulk: %zu chunks, the model %zu "
+             "+ %u", st.chunks, live, n - freed);
+    /* new chunks now come from the holes (one that is a live chunk too
+     * overwrites that one's tag) */
+    unsigned again = fz_u8(&rd) % 64;
+    for (unsigned j = 0; j < n && again; j++)
+        if (!bulk[j]) {
+            bulk[j] = pi >= 0 ? mk_pool_alloc(pools[pi].p) : mk_alloc(ctxs[ci].c, size);
+            FZ_CHECK(bulk[j] != NULL, "bulk allocation");
+            tag(bulk[j], size, bulk_tag[j] = ++next_tag * 0x9E3779B97F4A7C15ull);
+            again--;
+        }
+    for (unsigned i = 0; i < n; i++)
+        if (bulk[i]) {
+            FZ_CHECK(tagged(bulk[i], size, bulk_tag[i]),
+                     "bulk chunk %p of %zu bytes overwritten", (void *)bulk[i],
+                     size);
+            if (pi >= 0)
+                mk_pool_free(pools[pi].p, bulk[i]);
+            else
+                mk_free(bulk[i]);
+        }
+    if (pi >= 0)
+        check_pool_stats(pi);
+    else
+        check_stats(ci, 1);
+}
+
 /* ---- one input --------------------------------------------------------------------- */
 
 static void cleanup(void)
@@ -848,7 +948,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fz_u8(&rd) & 1 ? op_trim() : op_callback();
             break;
         case 18:
-            fz_u8(&rd) & 1 ? op_strdup() : op_huge_request();
+            switch (fz_u8(&rd) % 3) {
+            case 0:
+                op_strdup();
+                break;
+            case 1:
+                op_huge_request();
+                break;
+            default:
+                op_bulk();
+            }
             break;
         default:
             op_check();

@@ -21,7 +21,9 @@
  * context is deleted with whatever it holds, or its chunks freed one by
  * one) or to another kind (malloc stays on the thread's heap); a second
  * thread that mallocs, frees chunks of the first thread (cross-thread
- * frees) and reallocs them (moved into its own heap unless they fit).
+ * frees) and reallocs them (moved into its own heap unless they fit), and
+ * now and then ends, leaving its heap with live chunks to be adopted by
+ * the next thread (the first thread keeps freeing and reallocating them).
  *
  * Checks: alignment (malloc's rules in memkit.h; the alignment asked),
  * usable size >= size, the context a chunk lands in (the thread's current
@@ -303,8 +305,15 @@ static void op_realloc(void)
     FZ_CHECK(bad == (size_t)-1, "realloc %zu -> %zu lost byte %zu", s->size,
              n, bad);
     mk_ctx *now = mk_ctx_of(q);
-    /* every context but the worker's heap is the first thread's */
-    int mine = on_worker_now ? owner == heap_worker : owner != heap_worker;
+    /* the first thread owns its heap and the contexts it switches to; the
+     * worker, its heap (perhaps one an ended worker left and it adopted);
+     * a heap left by an ended worker and not adopted is no one's */
+    int mine = owner == heap_worker;
+    if (!on_worker_now) {
+        mine = owner == heap_main || owner == other;
+        for (int i = 0; i < NCAP; i++)
+            mine |= owner == captures[i];
+    }
     if (mine)
         FZ_CHECK(now == owner, "realloc by the owner moved the chunk to %s",
                  mk_ctx_name(now));
@@ -427,6 +436,9 @@ static void worker_ops(void)
     on_worker_now = 0;
 }
 
+static int worker_exit; /* the worker ends after its current job */
+static pthread_t worker_thread;
+
 static void *worker(void *arg)
 {
     (void)arg;
@@ -438,25 +450,37 @@ static void *worker(void *arg)
         job_pending = 0;
         job_done = 1;
         pthread_cond_broadcast(&job_cond);
+        if (worker_exit)
+            break;
     }
+    pthread_mutex_unlock(&job_lock);
     return NULL;
 }
 
+/* Run a few operations on the second thread; now and then that thread
+ * ends afterwards, its heap (holding chunks the model still has) is left
+ * to be adopted, and the next call starts a new thread. */
 static void op_worker(void)
 {
+    int end = fz_u8(&rd) % 8 == 0;
     pthread_mutex_lock(&job_lock);
     if (!worker_started) {
-        pthread_t t;
-        FZ_CHECK(pthread_create(&t, NULL, worker, NULL) == 0, "thread");
-        pthread_detach(t);
+        FZ_CHECK(pthread_create(&worker_thread, NULL, worker, NULL) == 0,
+                 "thread");
         worker_started = 1;
+        heap_worker = NULL; /* its heap: set by its first job */
     }
+    worker_exit = end;
     job_pending = 1;
     job_done = 0;
     pthread_cond_broadcast(&job_cond);
     while (!job_done)
         pthread_cond_wait(&job_cond, &job_lock);
     pthread_mutex_unlock(&job_lock);
+    if (end) {
+        pthread_join(worker_thread, NULL);
+        worker_started = 0;
+    }
 }
 
 /* ---- one input ----------------------------------------------------------------------- */

@@ -32,14 +32,11 @@
  * handed out once, not twice), realloc returns NULL, a bad link drops the
  * rest of its list and never hands out the forged address.
  *
- * Each case runs in a fresh process (wrong/reexec.h): secure mode is read
- * when the library loads.  The child announces the line it expects (it
- * knows the pointer), commits the error, and must die of SIGABRT with
- * exactly that line on stderr.  tests/override/hardening.c runs the same
- * errors through the malloc drop-in.
- *
- * (SLAB and pool double frees, and mk_pool_free twice in secure mode, were
- * known library bugs this file found; fixed in 3967406.)
+ * Each case runs in a fresh process (wrong/reexec.h: secure mode is read
+ * at load); the child announces the line it expects, commits the error,
+ * and must die of SIGABRT with exactly that line on stderr (SLAB and pool
+ * double frees were known bugs this file found, fixed in 3967406).
+ * tests/override/hardening.c runs the same errors through the drop-in.
  */
 #include "harness.h"
 #include "wrong/reexec.h"
