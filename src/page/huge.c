@@ -352,6 +352,7 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size)
     size_t old_committed = s->huge_committed, committed = old_committed;
     if (need <= have) { /* shrink: give the tail back */
         if (need < have) {
+            mki_mem_forget((char *)s + need, have - need); /* unmapped */
             mki_os_release_tail(s, have, need, committed);
             if (committed > need)
                 committed = need;

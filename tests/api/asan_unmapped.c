@@ -1,8 +1,8 @@
 /*
  * api/asan_unmapped.c - memkit built with AddressSanitizer must not leave
- * poison on memory it gave back to the OS (a known library bug, found by
- * fuzz/ctx_fuzz_asan; registered DISABLED in tests/CMakeLists.txt, and
- * only in the ASan build).
+ * poison on memory it gave back to the OS (a library bug found by
+ * fuzz/ctx_fuzz_asan, fixed in 2656fea; this test runs only in the ASan
+ * build).
  *
  * ASan keeps its shadow across munmap, so memkit unpoisons a range before
  * it unmaps it (mki_mem_forget): otherwise the next mapping at that
@@ -18,8 +18,9 @@
  * place with a page of its own after the mapping, makes memkit grow the
  * cached mapping, then checks that the old range, now unmapped, is not
  * poisoned, and that a mapping of its own there can be written.
- * (mki_huge_resize's move and its shrink, mki_os_release_tail, follow the
- * same pattern.)
+ * (mki_huge_resize's move and its shrink, mki_os_release_tail, unpoison
+ * the same way; the instrumented build's realloc always moves, so they
+ * are not reached from here.)
  */
 #include "harness.h"
 

@@ -1,15 +1,16 @@
 /*
  * override/realloc_align.c - realloc keeps memkit.h's alignment rule (a
  * chunk is 16-aligned unless its size is 8 or less or 17..24) when
- * another thread reallocates a chunk (a known library bug, found by
- * fuzz/malloc_fuzz; registered DISABLED in tests/override/CMakeLists.txt).
+ * another thread reallocates a chunk (a library bug found by
+ * fuzz/malloc_fuzz, fixed in 2656fea).
  *
  * The drop-in's realloc of a chunk that another thread's context owns
  * keeps the chunk where it is if the new size fits (n <= usable and
  * n >= usable / 2, src/override/malloc.c).  A chunk of 17..24 bytes lives
- * in the 24-byte class, 8-aligned; kept for 12..16 bytes, it breaks the
- * rule those sizes have (16).  The owner's realloc (the same thread) moves
- * it to the 16-byte class, as it should: checked here too, as the control.
+ * in the 24-byte class, 8-aligned; kept for 12..16 bytes, it would break
+ * the rule those sizes have (16): such a chunk must move.  The owner's
+ * realloc (the same thread) moves it to the 16-byte class: checked here
+ * too, as the control.
  */
 #include "harness.h"
 
