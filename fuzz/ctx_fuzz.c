@@ -108,27 +108,6 @@ static size_t required_align(const fctx *f, size_t size)
     }
 }
 
-/* Known bug bug_asan_unmapped_poison (memkit built with ASan): a cached
- * huge mapping that grows by moving leaves its old range poisoned, and the
- * next mapping there trips ASan.  With an empty cache no mapping grows:
- * freed huge mappings are unmapped at once (purge mode unmap, delay 0, set
- * at the first input; a block a BUMP or GENERATION context needs may be
- * huge too), and before a request that may be huge the cache is given
- * back. */
-static void before_huge(size_t size, size_t align)
-{
-    if (FZ_INSTRUMENTED && FZ_KNOWN_BUGS && size + align > ((size_t)1 << 20) - 4096)
-        mk_trim();
-}
-
-static void step_around_known_bugs(void)
-{
-    if (FZ_INSTRUMENTED && FZ_KNOWN_BUGS) {
-        mk_option_set("purge", 3);
-        mk_option_set("purge_delay_ms", 0);
-    }
-}
-
 static void verify(const slot *s, const char *when)
 {
     size_t bad = fz_bad(s->p, s->size, s->size, s->id);
@@ -422,8 +401,6 @@ static void op_alloc(int how)
         return;
     char *p;
     int zeroed = 0;
-    if (how != 2)
-        before_huge(size, 0);
     errno = 0;
     switch (how) {
     case 0:
@@ -435,7 +412,6 @@ static void op_alloc(int how)
         break;
     case 2: {
         align = fz_u8(&rd) == 0 ? 48 : fz_align(&rd, 21);
-        before_huge(size, align);
         errno = 0;
         p = mk_alloc_aligned(f->c, size, align);
         if (align & (align - 1)) {
@@ -538,7 +514,6 @@ static void op_realloc(void)
         n = fz_u8(&rd);
     if (live_bytes + n > LIVE_CAP + s->size)
         return;
-    before_huge(n, 0);
     errno = 0;
     char *q = mk_realloc(s->p, n);
     if (f->kind == MK_BUMP || (f->kind == MK_SLAB && n > f->slab_size)) {
@@ -710,8 +685,7 @@ static void worker_ops(int ci)
                 n = ctxs[ci].slab_size ? n % (ctxs[ci].slab_size + 1) : 0;
             if (live_bytes + n > LIVE_CAP)
                 continue;
-            before_huge(n, 0);
-            char *p = mk_alloc(ctxs[ci].c, n);
+                    char *p = mk_alloc(ctxs[ci].c, n);
             FZ_CHECK(p != NULL, "worker: alloc of %zu", n);
             adopt(s, p, n, ci, -1, 0, 0);
         } else if (t == 2) { /* realloc a chunk of its own context */
@@ -720,8 +694,7 @@ static void worker_ops(int ci)
                     ctxs[ci].kind != MK_BUMP && ctxs[ci].kind != MK_SLAB) {
                     verify(&slots[i], "worker: before realloc");
                     size_t n = fz_size(&rd);
-                    before_huge(n, 0);
-                    char *q = mk_realloc(slots[i].p, n);
+                                    char *q = mk_realloc(slots[i].p, n);
                     FZ_CHECK(q != NULL, "worker: realloc to %zu", n);
                     size_t kept = slots[i].size < n ? slots[i].size : n;
                     FZ_CHECK(fz_bad(q, kept, slots[i].size, slots[i].id) ==
@@ -909,9 +882,6 @@ static void cleanup(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int once;
-    if (!once++)
-        step_around_known_bugs();
     rd = (fz_reader){data, size, 0};
     /* context 0: the thread's heap */
     ctxs[0] = (fctx){.c = mk_ctx_current(), .parent = -1, .kind = MK_GENERAL,

@@ -23,14 +23,6 @@
 #ifndef MK_FUZZ_H
 #define MK_FUZZ_H
 
-/* FZ_KNOWN_BUGS 1 (the default): step around the library bugs already
- * reported (each has a DISABLED test in tests/), so that a run looks for
- * new ones and CI stays green; 0 (cmake -DMEMKIT_FUZZ_STRICT=ON): hit them.
- * Each place that steps around one names it. */
-#ifndef FZ_KNOWN_BUGS
-#define FZ_KNOWN_BUGS 1
-#endif
-
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -126,8 +126,6 @@ static void adopt(slot *s, char *p, size_t size, size_t align, mk_ctx *ctx,
                   int zeroed)
 {
     size_t want = align > fz_rule_align(size) ? align : fz_rule_align(size);
-    if (align == (size_t)-1)
-        want = 8;
     FZ_CHECK((uintptr_t)p % want == 0, "chunk %p of %zu bytes not %zu-aligned",
              (void *)p, size, want);
     size_t u = mkf_malloc_usable_size(p);
@@ -323,11 +321,8 @@ static void op_realloc(void)
     else
         FZ_CHECK(now == malloc_ctx(), "realloc from another thread moved the "
                  "chunk to %s, not to the caller's", mk_ctx_name(now));
-    /* known bug bug_override_realloc_align: a chunk of the 24-byte class
-     * kept by another thread's realloc for 9..16 bytes is 8-aligned */
-    size_t align = FZ_KNOWN_BUGS && !mine && q == s->p ? (size_t)-1 : 0;
     forget(s);
-    adopt(s, q, n, align, now, 0);
+    adopt(s, q, n, 0, now, 0);
 }
 
 /* Switch to a context for a few operations: a GENERAL one captures
