@@ -33,6 +33,30 @@ MKI_INLINE int mki_segment_known(const void *p)
            ((__atomic_load_n(&mki_segmap[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1);
 }
 
+/* The span of address space memkit's segments have covered so far (every
+ * 4 MiB a segment was ever registered at, and the holes between them), so
+ * that the fast free path can tell at the cost of a subtraction and a
+ * comparison that a pointer lies outside it (a stack, a global, a heap
+ * of the program's own below or above memkit's mappings) and must go to
+ * the checked path, which reports it rather than follow it.  @from is the
+ * lowest segment base + 1 (the fast path tests p, whose segment is that of
+ * p - 1), @len the span; p - from >= len is "outside".  Only grows; written
+ * under the arena lock, read with relaxed loads (a reader that sees one
+ * field new and the other old sees a narrower span, and a pointer it then
+ * sends to the checked path is freed there all the same).  Secure mode
+ * keeps len 0, so every free takes its checked path. */
+typedef struct mki_seg_span {
+    uintptr_t from, len;
+} mki_seg_span;
+extern mki_seg_span mki_span;
+
+MKI_INLINE int mki_outside_span(const void *p)
+{
+    uintptr_t from = __atomic_load_n(&mki_span.from, __ATOMIC_RELAXED);
+    uintptr_t len = __atomic_load_n(&mki_span.len, __ATOMIC_RELAXED);
+    return (uintptr_t)p - from >= len;
+}
+
 /* The segment holding chunk @p (see types.h for why p - 1). */
 MKI_INLINE mki_segment *mki_segment_of(const void *p)
 {

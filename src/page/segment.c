@@ -167,15 +167,34 @@ static mki_segment **list_of(mki_segment *s)
  * loads); writers hold arena_lock. */
 uint64_t mki_segmap[MKI_SEGMAP_BITS / 64];
 
+mki_seg_span mki_span; /* (page.h) */
+
+/* Widen mki_span to the segment at @base (arena_lock held). */
+static void span_add(uintptr_t base)
+{
+    if (mki_secure)
+        return; /* every free checked: the span stays empty */
+    uintptr_t lo = base, hi = base + MKI_SEG_SIZE;
+    if (mki_span.len) {
+        uintptr_t old_lo = mki_span.from - 1;
+        uintptr_t old_hi = old_lo + mki_span.len;
+        lo = old_lo < lo ? old_lo : lo;
+        hi = old_hi > hi ? old_hi : hi;
+    }
+    __atomic_store_n(&mki_span.from, lo + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&mki_span.len, hi - lo, __ATOMIC_RELAXED);
+}
+
 static void segmap_put(uintptr_t base, int add)
 {
     uintptr_t i = base >> MKI_SEG_SHIFT;
     if (i >= MKI_SEGMAP_BITS)
         return; /* outside the map: its pointers are taken as foreign */
     uint64_t bit = 1ull << (i % 64);
-    if (add)
+    if (add) {
+        span_add(base);
         __atomic_fetch_or(&mki_segmap[i / 64], bit, __ATOMIC_RELAXED);
-    else
+    } else
         __atomic_fetch_and(&mki_segmap[i / 64], ~bit, __ATOMIC_RELAXED);
 }
 

@@ -11,6 +11,9 @@
  *                 of P (memory memkit holds free)"; realloc() of a pointer
  *                 memkit does not hold (stack, static array, a page of our
  *                 own from mmap): "memkit: realloc(): invalid pointer P";
+ *                 free() of a stack pointer or a static array (outside the
+ *                 span memkit's segments cover): "memkit: free(): invalid
+ *                 pointer P";
  *   MEMKIT_SECURE=1  free() of those pointers: "memkit: free(): invalid
  *                 pointer P"; a free chunk's first word overwritten (with
  *                 an address of our choosing, or zero), in the chunk at the
@@ -263,6 +266,10 @@ static void test_foreign(void)
         RX_DIES("realloc-foreign", what[i], SECURE);
         RX_DIES("free-foreign", what[i], SECURE);
     }
+    /* the default mode: pointers outside the span memkit's segments cover
+     * (a fresh mmap page may fall inside it: secure mode's business) */
+    RX_DIES("free-foreign", "stack", DEFAULT);
+    RX_DIES("free-foreign", "static", DEFAULT);
 }
 
 static void test_overwritten_link_secure(void)

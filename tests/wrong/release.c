@@ -13,7 +13,10 @@
  *                 memkit holds free after the first free: "memkit: double
  *                 free of P (memory memkit holds free)"; mk_realloc of a
  *                 pointer outside memkit's segments: "memkit: realloc():
- *                 invalid pointer P";
+ *                 invalid pointer P"; mk_free of a stack pointer, a static
+ *                 array, glibc's malloc (outside the span of address space
+ *                 memkit's segments cover): "memkit: free(): invalid
+ *                 pointer P";
  *   secure mode   the same; mk_free of a stack pointer, of a static
  *                 array, of glibc's malloc (this program is linked with
  *                 libmemkit only, so malloc is glibc's), of a huge chunk
@@ -546,6 +549,16 @@ static void test_foreign_secure(void)
     RX_DIES("pool-free-foreign", "glibc", SECURE);
 }
 
+/* The default mode's free reports a pointer outside the span of memkit's
+ * segments (the stack, above every mapping; a static array and glibc's
+ * brk heap, below them); one inside the span is secure mode's business. */
+static void test_foreign_default(void)
+{
+    static const char *const what[] = {"stack", "static", "glibc"};
+    for (int i = 0; i < 3; i++)
+        RX_DIES("free-foreign", what[i], DEFAULT);
+}
+
 /* realloc checks the pointer in every release build (its cost is paid
  * once per realloc, not per free). */
 static void test_realloc_foreign_default(void)
@@ -589,6 +602,7 @@ int main(int argc, char **argv)
     RUN(test_double_free_big);
     RUN(test_double_free_slab_pool);
     RUN(test_foreign_secure);
+    RUN(test_foreign_default);
     RUN(test_realloc_foreign_default);
     RUN(test_overwritten_link_secure);
     RUN(test_handler);
