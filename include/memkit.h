@@ -265,8 +265,13 @@ MK_API void *mk_realloc(void *p, size_t size);
  * Free chunk @p p; any thread may call it.  NULL is ignored.  On an MK_BUMP
  * chunk it does nothing (bump memory returns on reset/delete); the checking
  * build reports it as an error.
- * Freeing a pointer memkit did not return, or freeing twice, is undefined;
- * the checking build (libmemkit-check) detects and reports both.
+ * Freeing a pointer memkit did not return, or freeing twice, is a bug the
+ * release library reports where it can do so cheaply (one line on stderr,
+ * or the handler of mk_set_error_handler, then abort): a chunk freed twice
+ * in a row, memory memkit holds but in no chunk, a pointer outside the span
+ * of memkit's mappings (stack, globals); MEMKIT_SECURE=1 reports every
+ * pointer outside memkit's segments.  Any other case is undefined; the
+ * checking build (libmemkit-check) detects and reports them all.
  */
 MK_API void mk_free(void *p);
 
