@@ -137,14 +137,24 @@ static void *purge_main(void *arg)
         if (again) {
             /* the next pass when the memory left becomes due (memory freed
              * in a burst goes back one delay after the burst, not two),
-             * but not sooner than an eighth of a delay from now */
+             * but not sooner than an eighth of a delay from now, nor later
+             * than one delay (a piece with no due time of its own) */
             if (next_due < now + d / 8)
                 next_due = now + d / 8;
+            if (next_due > now + d)
+                next_due = now + d;
             sched_ns = next_due - d;
         } else if (atomic_load(&notes) != before) {
             sched_ns = now;
         } else {
             atomic_store(&scheduled, 0);
+            /* a free noted between the load of `notes` above and this
+             * store saw `scheduled` still set and added no pass: look
+             * again, now that a later free would schedule its own */
+            if (atomic_load(&notes) != before) {
+                sched_ns = now;
+                atomic_store(&scheduled, 1);
+            }
         }
     }
     return NULL;
@@ -169,6 +179,9 @@ static void start_thread(void)
     static mk_ctx *own;
     if (!own)
         own = mk_ctx_new(NULL, "memkit", MK_GENERAL, NULL);
+    else if (mki_ctx_owner(own) != mki_tid())
+        mk_ctx_set_owner(own); /* a forked child, started from another
+                                  thread than the parent's first start */
     mk_ctx *prev = own ? mk_ctx_switch(own) : NULL;
     pthread_t t;
     int r = pthread_create(&t, &attr, purge_main, NULL);
@@ -222,14 +235,17 @@ void mki_purge_note(void)
 {
     if (!policy_active())
         return;
-    atomic_fetch_add_explicit(&notes, 1, memory_order_relaxed);
+    /* sequentially consistent, with the load of `scheduled` below: the
+     * thread stores `scheduled` 0 and then reads `notes` (purge_main), so
+     * either it sees this note or this note sees 0 and schedules a pass */
+    atomic_fetch_add(&notes, 1);
     want_if_large();
     if (mki_option(MKI_OPT_PURGE_DELAY_MS) == 0) { /* at once */
         run_pass(1, NULL, NULL);
         return;
     }
     int ts = atomic_load_explicit(&thread_state, memory_order_relaxed);
-    if (atomic_load_explicit(&scheduled, memory_order_relaxed)) {
+    if (atomic_load(&scheduled)) {
         /* no thread: run the pass here once it is due */
         if (ts != 2 && mki_os_now_ns() >= sched_ns + delay_ns() &&
             pthread_mutex_trylock(&purge_lock) == 0) {

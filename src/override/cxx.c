@@ -11,8 +11,10 @@
  * operator new needs from the C++ runtime when memory is exhausted, the
  * new-handler and the std::bad_alloc exception, is reached through weak
  * references to libstdc++'s own functions, which a C++ program always has
- * loaded.  The file is compiled with unwind tables so that the exception
- * can cross it.
+ * loaded; when they were not there at load time (a C program that
+ * dlopen()s a C++ plugin later), they are looked up with dlsym when
+ * memory runs out.  The file is compiled with unwind tables so that the
+ * exception can cross it.
  *
  * Known limit: a new-handler that throws inside a nothrow operator new
  * cannot be caught here (C cannot catch); the exception then ends the
@@ -21,6 +23,7 @@
  */
 #include "override.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -33,6 +36,24 @@ extern new_handler mki_get_new_handler(void) CXX("_ZSt15get_new_handlerv")
 extern void mki_throw_bad_alloc(void) CXX("_ZSt17__throw_bad_allocv")
     __attribute__((weak, noreturn));
 
+/* libstdc++'s function @name (its mangled name) when the weak reference
+ * @weak was not bound at load time: libstdc++ came later, with dlopen,
+ * perhaps as a dependency of an RTLD_LOCAL plugin (then it is in no
+ * global scope: RTLD_NOLOAD finds it among the loaded objects).  Only on
+ * the path where memory ran out. */
+static void *cxx_runtime(void *weak, const char *name)
+{
+    if (weak)
+        return weak;
+    void *f = NULL;
+    void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (lib) {
+        f = dlsym(lib, name);
+        dlclose(lib); /* (NOLOAD took a reference: give it back) */
+    }
+    return f ? f : dlsym(RTLD_DEFAULT, name);
+}
+
 /* Allocate as operator new must: call the new-handler until memory comes
  * or there is none; then throw (@nothrow: return NULL). */
 static void *new_slow(size_t align, size_t n, int nothrow)
@@ -42,12 +63,16 @@ static void *new_slow(size_t align, size_t n, int nothrow)
                         : mki_override_alloc(n);
         if (p)
             return p;
-        new_handler h = mki_get_new_handler ? mki_get_new_handler() : NULL;
+        new_handler (*get)(void) = (new_handler (*)(void))cxx_runtime(
+            (void *)mki_get_new_handler, "_ZSt15get_new_handlerv");
+        new_handler h = get ? get() : NULL;
         if (!h) {
             if (nothrow)
                 return NULL;
-            if (mki_throw_bad_alloc)
-                mki_throw_bad_alloc();
+            void (*throw_it)(void) = (void (*)(void))cxx_runtime(
+                (void *)mki_throw_bad_alloc, "_ZSt17__throw_bad_allocv");
+            if (throw_it)
+                throw_it();
             abort(); /* no C++ runtime, yet operator new was called */
         }
         h();

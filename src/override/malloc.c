@@ -203,8 +203,13 @@ EXPORT struct mallinfo2 mallinfo2(void)
     mi.ordblks = 0;              /* free chunks are not counted */
     mi.hblks = f.huge_count;     /* chunks with a mapping of their own */
     mi.hblkhd = f.huge_bytes;
-    mi.uordblks = f.used_bytes;  /* committed and handed to contexts */
-    mi.fordblks = f.segment_bytes - f.page_bytes; /* committed, not handed */
+    /* pages count their whole address range, of which a large page may
+     * have committed only part (it grows in place): capped at what the
+     * segments hold committed, so that used + free = arena + hblkhd */
+    size_t pages = f.page_bytes < f.segment_bytes ? f.page_bytes
+                                                  : f.segment_bytes;
+    mi.uordblks = pages + f.huge_bytes; /* handed to contexts */
+    mi.fordblks = f.segment_bytes - pages; /* committed, not handed */
     mi.keepcost = 0;
     return mi;
 }

@@ -143,15 +143,22 @@ static void header_free(mki_segment *s, size_t size, size_t committed)
  * mappings next to it in the address space (so a later large request
  * finds them whole).  The oldest entries beyond the cache's bounds move to
  * @out for the caller to unmap; returns how many.  A mapping too big for
- * the cache goes to @out itself. */
+ * the cache goes to @out itself.
+ * A mapping's committed bytes are a prefix of it (huge_committed counts
+ * them from its start: what a split and a purge rely on), so two mappings
+ * merge only when the lower one is committed whole: a purged mapping (its
+ * header page committed, the rest not) below a resident one would make
+ * the resident pages look uncommitted, and no purge would find them
+ * (found by review). */
 static unsigned cache_put(mki_segment *s, mki_segment **out)
 {
     unsigned n = 0;
     for (unsigned i = 0; i < ncached;) {
         mki_segment *e = cache[i].seg;
-        if ((char *)e + e->size == (char *)s || (char *)s + s->size == (char *)e) {
+        mki_segment *lo = e < s ? e : s, *hi = e < s ? s : e;
+        if ((char *)lo + lo->size == (char *)hi &&
+            lo->huge_committed == lo->size) {
             cache_take(i);
-            mki_segment *lo = e < s ? e : s, *hi = e < s ? s : e;
             lo->size += hi->size;
             lo->huge_committed += hi->huge_committed;
             mki_segment_register(hi, 0);

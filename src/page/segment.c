@@ -726,8 +726,12 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
         }
     }
     /* a purge that failed leaves its memory committed and usable; a later
-     * pass tries again */
-    *pending |= failed;
+     * pass, one delay from now, tries again */
+    if (failed) {
+        *pending = 1;
+        if (now + delay_ns < *next_due)
+            *next_due = now + delay_ns;
+    }
 
     pthread_mutex_lock(&arena_lock);
     for (unsigned i = 0; i < nr; i++) {

@@ -31,10 +31,16 @@
  * the chunks still live hold their contents, the freed memory is handed
  * out again, filled and freed, and once the OS cooperates mk_trim takes it
  * all back.
+ * test_thread_after_failed_pass (last: it turns the purge thread on): a
+ * background pass whose first decommit fails leaves that memory for a
+ * later pass, which the thread runs by itself (found by review: the
+ * thread scheduled that pass for never, and a quiet program kept the
+ * memory for good).
  */
 #include "harness.h"
 
 #include <memkit.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -529,6 +535,59 @@ static void test_failed_purge(void)
     CHECK_LE(mki_os_committed(), base + (mki_meta_bytes() - meta0));
 }
 
+/* Wait (without a call into memkit: only the purge thread can give
+ * memory back) until the committed bytes are at most @limit, 3 s at most;
+ * returns them. */
+static size_t wait_committed(size_t limit)
+{
+    size_t now = mki_os_committed();
+    for (int t = 0; t < 300 && now > limit; t++) {
+        usleep(10000);
+        now = mki_os_committed();
+    }
+    return now;
+}
+
+static void test_thread_after_failed_pass(void)
+{
+    mk_trim();
+    mk_option_set("purge_thread", 1);
+    mk_option_set("purge_delay_ms", 100);
+    size_t base = mki_os_committed();
+    mk_ctx *c = mk_ctx_new(NULL, "grows", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(c);
+    enum { N = 512, SMALL = 16 };
+    static char *chunk[N];
+    /* 32 MiB, freed: the thread starts (at 16 MiB) and gives it back */
+    for (int i = 0; i < N; i++) {
+        chunk[i] = mk_alloc(c, 64 << 10);
+        REQUIRE_NOT_NULL(chunk[i]);
+        memset(chunk[i], i, 64 << 10);
+    }
+    for (int i = 0; i < N; i++)
+        mk_free(chunk[i]);
+    size_t quiet = wait_committed(base + ((size_t)2 << 20));
+    CHECK_LE(quiet, base + ((size_t)2 << 20));
+    /* 1 MiB, freed at once: one pass, whose decommit fails */
+    for (int i = 0; i < SMALL; i++) {
+        chunk[i] = mk_alloc(c, 64 << 10);
+        REQUIRE_NOT_NULL(chunk[i]);
+        memset(chunk[i], i, 64 << 10);
+    }
+    for (int i = 0; i < SMALL; i++)
+        mk_free(chunk[i]);
+    size_t freed = mki_os_committed();
+    mki_os_fail_at(1, 0); /* the pass's first decommit fails */
+    size_t now = wait_committed(quiet + (SMALL / 4) * ((size_t)64 << 10));
+    printf("  committed: %zu KiB after the first peak went back, %zu after "
+           "the 1 MiB was freed, %zu after the passes\n", quiet >> 10,
+           freed >> 10, now >> 10);
+    CHECK_GE(freed, quiet + (SMALL / 2) * ((size_t)64 << 10));
+    CHECK_LE(now, quiet + (SMALL / 4) * ((size_t)64 << 10));
+    mki_os_fail_at(0, 0);
+    mk_ctx_delete(c);
+}
+
 int main(void)
 {
     /* requests must not depend on time: no purge thread, no delayed
@@ -537,5 +596,6 @@ int main(void)
     mk_option_set("purge_delay_ms", -1);
     RUN(test_failed_purge);
     RUN(test_every_request);
+    RUN(test_thread_after_failed_pass);
     return th_done();
 }

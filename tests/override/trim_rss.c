@@ -27,6 +27,11 @@
  * usable (written and read back: a purged page is correct when reused;
  * nothing is assumed about its contents).
  *
+ * And, in dontneed mode, the huge cache's merges (found by review): a
+ * cached mapping that was purged next to one that is resident must not
+ * hide the resident one's pages from later purges (they were counted as
+ * uncommitted and stayed resident for good).
+ *
  * About 2 s a mode.
  */
 #include "harness.h"
@@ -144,6 +149,43 @@ static const char *mode_name(void)
     return m ? m : "dontneed";
 }
 
+/* A 16 MiB mapping, freed (cached), split by two 8 MiB requests c and d
+ * (adjacent), both written; c freed and purged by the policy; d freed (it
+ * meets c in the cache); e takes 8 MiB of the pair.  Within a few delays
+ * only e's pages may stay resident. */
+static void test_huge_merge(void)
+{
+    if (strcmp(mode_name(), "dontneed") != 0)
+        return;
+    malloc_trim(0);
+    size_t base = th_rss_bytes();
+    size_t eight = 8 * MiB - 4096; /* with its header page: 8 MiB */
+    char *x = malloc(16 * MiB - 4096);
+    REQUIRE_NOT_NULL(x);
+    memset(x, 1, 16 * MiB - 4096);
+    free(x);
+    char *c = malloc(eight), *d = malloc(eight);
+    REQUIRE(c && d);
+    memset(c, 2, eight);
+    memset(d, 3, eight);
+    free(c);
+    sleep_ms(6 * DELAY_MS); /* c's mapping purged */
+    free(d);
+    char *e = malloc(eight);
+    REQUIRE_NOT_NULL(e);
+    memset(e, 4, eight);
+    double t0 = now_s();
+    size_t rss = th_rss_bytes();
+    while (now_s() - t0 < 3.0 && rss > base + 8 * MiB + 3 * MiB) {
+        sleep_ms(10);
+        rss = th_rss_bytes();
+    }
+    printf("  huge merge: %zu MiB resident above the start with 8 MiB "
+           "live\n", (rss - base) / MiB);
+    CHECK_LE(rss, base + 8 * MiB + 3 * MiB);
+    free(e);
+}
+
 static void test_1k(void) { one_size(mode_name(), 1024, 10); }
 static void test_64k(void) { one_size(mode_name(), 64 * 1024, 20); }
 static void test_4m(void) { one_size(mode_name(), 4 * MiB, 30); }
@@ -159,5 +201,6 @@ int main(void)
     RUN(test_1k);
     RUN(test_64k);
     RUN(test_4m);
+    RUN(test_huge_merge);
     return th_done();
 }
