@@ -23,10 +23,20 @@
  * miss, the pool's mutex guards the walk of the children and the creation
  * of a new slab.
  *
+ * A thread that uses thread-safe pools takes a *shard number*, the
+ * smallest one no live thread holds, and gives it back when it exits (a
+ * thread-specific key's destructor).  A slab records the number of the
+ * thread it serves; a thread that finds no slab of its own in a pool takes
+ * over the slab of its number, whose thread has exited (its objects, its
+ * pages, the frees other threads pushed meanwhile), before it makes a new
+ * one.  So a pool holds at most one slab per thread alive at once, however
+ * many threads come and go (thread identities are never reused, os.h: by
+ * identity alone, a program that starts 1,000 threads that each touch a
+ * pool would leave 1,000 slabs and their pages, found by the soak test).
+ *
  * Trade-off: a thread that allocates from many thread-safe pools in turn
- * misses the one-entry cache each time (a mutex and a short walk); a slab
- * whose thread has exited keeps its objects (and pages) until the pool is
- * deleted (thread identities are never reused: os.h).
+ * misses the one-entry cache each time (a mutex and a short walk); a
+ * thread's first use of a thread-safe pool takes the shard lock once.
  */
 #include "ctx/slab.h"
 
@@ -47,6 +57,68 @@ struct mk_pool {
 };
 
 static _Atomic uint64_t next_id = 1;
+
+/* ---- shard numbers ------------------------------------------------------------ */
+
+typedef struct shard_num {
+    unsigned n;
+    struct shard_num *next;
+} shard_num;
+
+static pthread_mutex_t shard_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t shard_once = PTHREAD_ONCE_INIT;
+static pthread_key_t shard_key;
+static shard_num *shards_free; /* numbers given back, smallest first */
+static unsigned shards_next = 1;
+static _Thread_local __attribute__((tls_model("initial-exec"))) unsigned
+    my_shard;
+
+/* Thread exit: the number goes back, for the next thread to take (with
+ * the slabs it served). */
+static void shard_exit(void *arg)
+{
+    shard_num *e = arg;
+    pthread_mutex_lock(&shard_lock);
+    shard_num **at = &shards_free;
+    while (*at && (*at)->n < e->n)
+        at = &(*at)->next;
+    e->next = *at;
+    *at = e;
+    pthread_mutex_unlock(&shard_lock);
+    my_shard = 0;
+}
+
+static void shard_init(void) { pthread_key_create(&shard_key, shard_exit); }
+
+/* The calling thread's shard number (0 if memory ran out). */
+static unsigned shard_number(void)
+{
+    if (MKI_LIKELY(my_shard != 0))
+        return my_shard;
+    pthread_once(&shard_once, shard_init);
+    pthread_mutex_lock(&shard_lock);
+    shard_num *e = shards_free;
+    if (e)
+        shards_free = e->next;
+    pthread_mutex_unlock(&shard_lock);
+    if (!e) {
+        e = mki_meta_alloc(sizeof *e);
+        if (!e)
+            return 0;
+        pthread_mutex_lock(&shard_lock);
+        e->n = shards_next++;
+        pthread_mutex_unlock(&shard_lock);
+    }
+    e->next = NULL;
+    my_shard = e->n;
+    /* (may allocate, in glibc, for a program with many keys: no lock of
+     * ours is held) */
+    if (pthread_setspecific(shard_key, e) != 0) {
+        shard_exit(e); /* no destructor to give it back: do it now */
+        return 0;
+    }
+    return my_shard;
+}
 
 static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
     const mk_pool *pool;
@@ -71,6 +143,8 @@ mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
         return NULL;
     }
     ((mki_slab *)pool->root)->pool = pool;
+    if (flags & MK_POOL_THREADSAFE) /* the creator's slab: its number's */
+        ((mki_slab *)pool->root)->shard = shard_number();
     pool->name = name ? name : "?";
     pool->size = size;
     pool->align = align;
@@ -85,22 +159,33 @@ mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
     return pool;
 }
 
-/* The calling thread's slab in a thread-safe pool. */
+/* The calling thread's slab in a thread-safe pool: its own, else the one
+ * its shard number served (that thread has exited: taken over), else a
+ * new one. */
 static MKI_NOINLINE mk_ctx *shard_slow(mk_pool *pool)
 {
     uintptr_t tid = mki_tid();
-    mk_ctx *found = NULL;
+    unsigned me = shard_number();
+    mk_ctx *found = NULL, *heir = NULL;
     pthread_mutex_lock(&pool->lock);
-    if (mki_ctx_owner(pool->root) == tid)
-        found = pool->root;
-    for (mk_ctx *c = pool->root->first_child; !found && c; c = c->next_sibling)
+    for (mk_ctx *c = pool->root; !found && c;
+         c = c == pool->root ? c->first_child : c->next_sibling) {
         if (mki_ctx_owner(c) == tid)
             found = c;
+        else if (me && ((mki_slab *)c)->shard == me)
+            heir = c;
+    }
+    if (!found && heir) {
+        found = heir;
+        mki_ctx_set_owner_tid(found, tid);
+    }
     if (!found) {
         mk_ctx_opts opts = {.chunk_size = pool->size, .chunk_align = pool->align};
         found = mk_ctx_new(pool->root, pool->name, MK_SLAB, &opts);
-        if (found)
+        if (found) {
             ((mki_slab *)found)->pool = pool;
+            ((mki_slab *)found)->shard = me;
+        }
     }
     pthread_mutex_unlock(&pool->lock);
     if (found) {

@@ -227,6 +227,8 @@ typedef struct mki_slab {
                                            page is on no list */
     mki_page *spare;      /* an empty page kept for reuse (if still empty) */
     const void *pool;     /* the mk_pool this slab serves, or NULL */
+    unsigned shard;       /* thread-safe pool: the shard number of the
+                             thread it serves (pool.c), else 0 */
     mk_pool_front *front; /* that pool's front, if it has one: it holds
                              objects of curpg only (pool.c) */
 } mki_slab;

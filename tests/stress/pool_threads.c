@@ -19,6 +19,12 @@
  * threads), and mk_pool_delete reports no leak (an error handler counts
  * reports; it must not be called).  Finally, after mk_trim, the OS layer's
  * committed bytes are back to the baseline.  Fixed seeds.
+ *
+ * test_pool_thread_churn: 400 threads, two alive at a time, each takes
+ * objects from a thread-safe pool, frees half and leaves half for the main
+ * thread to free: the pool must not keep a slab per thread that ever used
+ * it (a new thread takes over the slab of one that exited: pool.c, shard
+ * numbers; found by the soak test, whose RSS grew by one slab per thread).
  */
 #include "harness.h"
 
@@ -328,6 +334,71 @@ static void test_pool_cross_thread(void)
     CHECK_LE(now, base + (meta1 - meta0));
 }
 
+enum { CHURN_THREADS = 400, CHURN_OBJS = 40 };
+
+static item *churn_left[CHURN_THREADS][CHURN_OBJS / 2];
+
+static void *churner_main(void *arg)
+{
+    intptr_t k = (intptr_t)arg;
+    item *mine[CHURN_OBJS];
+    for (int i = 0; i < CHURN_OBJS; i++) {
+        mine[i] = item_alloc(pool);
+        if (mine[i])
+            fill(mine[i], ((uint64_t)(k + 16) << 48) | (uint64_t)i);
+    }
+    for (int i = 0; i < CHURN_OBJS; i++) {
+        if (i % 2)
+            churn_left[k][i / 2] = mine[i]; /* for the main thread */
+        else if (mine[i])
+            item_free(pool, mine[i]);
+    }
+    return NULL;
+}
+
+static void test_pool_thread_churn(void)
+{
+    pool = item_pool_new("churned-items", MK_POOL_THREADSAFE);
+    REQUIRE_NOT_NULL(pool);
+    pthread_t t[2];
+    for (int k = 0; k < CHURN_THREADS; k += 2) {
+        for (int j = 0; j < 2; j++)
+            REQUIRE(pthread_create(&t[j], NULL, churner_main,
+                                   (void *)(intptr_t)(k + j)) == 0);
+        for (int j = 0; j < 2; j++)
+            pthread_join(t[j], NULL);
+        /* the main thread frees what they left (into slabs of exited
+         * threads), and the next pair takes those slabs over */
+        for (int j = 0; j < 2; j++)
+            for (int i = 0; i < CHURN_OBJS / 2; i++) {
+                item *o = churn_left[k + j][i];
+                REQUIRE_NOT_NULL(o);
+                if (!intact(o) || o->id != (((uint64_t)(k + j + 16) << 48) |
+                                            (uint64_t)(2 * i + 1)))
+                    th_fail(__FILE__, __LINE__, "object of thread %d "
+                            "corrupted", k + j);
+                item_free(pool, o);
+            }
+    }
+    mk_stats st;
+    CHECK_EQ(mk_pool_stats((mk_pool *)pool, &st), 0);
+    printf("  after %d threads: %zu slabs, %zu blocks, %zu objects\n",
+           CHURN_THREADS, st.contexts, st.blocks, st.chunks);
+    /* the creator's slab and one per thread alive at once */
+    CHECK_LE(st.contexts, 1u + 2u);
+    /* (st.chunks counts the main thread's frees into the workers' slabs
+     * that no thread has taken in yet: mk_pool_stats collects only the
+     * caller's slab; the delete takes in every one) */
+    reports = 0;
+    mk_set_error_handler(on_error, NULL);
+    item_pool_delete(pool); /* collects every slab: no leak */
+    mk_set_error_handler(NULL, NULL);
+    if (reports)
+        th_fail(__FILE__, __LINE__, "%d reports at delete, last: %s", reports,
+                last_report);
+    th_checks++;
+}
+
 int main(int argc, char **argv)
 {
     iters = th_arg_long(argc, argv, 1, "MEMKIT_TEST_ITERS", iters);
@@ -337,5 +408,6 @@ int main(int argc, char **argv)
     printf("%d threads, %ld iterations each, checking build %d\n", nthreads,
            iters, mk_checking());
     RUN(test_pool_cross_thread);
+    RUN(test_pool_thread_churn);
     return th_done();
 }

@@ -77,6 +77,9 @@ static slot_state slots[SLOTS];
 static mk_pool *shared_pool;
 static _Atomic int stop;
 static _Atomic long errors, ops, remote_frees, threads_run;
+static _Atomic long live_bytes; /* requested bytes live (the working set) */
+#define LIVE(delta) \
+    atomic_fetch_add_explicit(&live_bytes, (long)(delta), memory_order_relaxed)
 static _Atomic uint64_t next_id = 1;
 static double seconds = 600;
 
@@ -132,6 +135,7 @@ static size_t rand_size(th_rng *r)
 static void free_mail(const mail *m)
 {
     check(&m->b, "a block another thread posted");
+    LIVE(-(long)m->b.n);
     if (m->kind == 2)
         mk_pool_free(shared_pool, m->b.p);
     else if (m->kind == 1)
@@ -192,8 +196,10 @@ static void ctx_op(int self, slot_state *st, th_rng *r)
     blk *tab = st->chunks[k];
     int *n = &st->nchunks[k];
     if (k == 3 && th_below(r, 2000) == 0) { /* BUMP: reset */
-        for (int i = 0; i < *n; i++)
+        for (int i = 0; i < *n; i++) {
             check(&tab[i], "before a BUMP reset");
+            LIVE(-(long)tab[i].n);
+        }
         mk_ctx_reset(c);
         *n = 0;
         return;
@@ -207,6 +213,7 @@ static void ctx_op(int self, slot_state *st, th_rng *r)
             return;
         }
         mark(&b);
+        LIVE(sz);
         tab[(*n)++] = b;
         return;
     }
@@ -223,6 +230,7 @@ static void ctx_op(int self, slot_state *st, th_rng *r)
         post(self, r, b, 1);
     } else {
         check(&b, "a context chunk before its free");
+        LIVE(-(long)b.n);
         mk_free(b.p);
     }
 }
@@ -253,6 +261,7 @@ static void *worker(void *argp)
                 continue;
             }
             mark(&b);
+            LIVE(sz);
             mine[n++] = b;
         } else if (x < 60 && n) { /* free, or post for another to free */
             int i = (int)th_below(&r, (uint64_t)n);
@@ -262,6 +271,7 @@ static void *worker(void *argp)
                 post(a.slot, &r, b, 0);
             } else {
                 check(&b, "before free");
+                LIVE(-(long)b.n);
                 free(b.p);
             }
         } else if (x < 68 && n) { /* realloc */
@@ -276,6 +286,7 @@ static void *worker(void *argp)
             }
             if (th_verify(q, keep, mine[i].id) != (size_t)-1)
                 atomic_fetch_add(&errors, 1);
+            LIVE((long)sz - (long)mine[i].n);
             mine[i].p = q;
             mine[i].n = sz;
             mark(&mine[i]);
@@ -288,10 +299,12 @@ static void *worker(void *argp)
                 continue;
             }
             mark(&b);
-            if (th_below(&r, 2))
+            if (th_below(&r, 2)) {
+                LIVE(48);
                 post(a.slot, &r, b, 2);
-            else
+            } else {
                 mk_pool_free(shared_pool, b.p);
+            }
         } else if (th_below(&r, 500) == 0) {
             malloc_trim(0);
         }
@@ -305,6 +318,7 @@ static void *worker(void *argp)
             post(a.slot, &r, mine[i], 0);
         } else {
             check(&mine[i], "at thread exit");
+            LIVE(-(long)mine[i].n);
             free(mine[i].p);
         }
     }
@@ -377,9 +391,21 @@ static void test_soak(void)
             rss[ns++] = (double)th_rss_bytes() / (1 << 20);
             next += 1;
             if (ns % 10 == 0) {
-                printf("  %4d s: RSS %7.1f MiB, %ld threads done, %ld "
-                       "errors\n", ns, rss[ns - 1], (long)threads_run,
-                       (long)errors);
+                /* memkit's own view, to tell where resident memory is:
+                 * committed, in pages held by contexts (uordblks less the
+                 * huge chunks), in huge chunks, bookkeeping */
+                mk_process_figures f;
+                mk_process_stats(&f);
+                struct mallinfo2 mi = mallinfo2();
+                printf("  %4d s: RSS %7.1f MiB, live %.1f MiB, %ld threads "
+                       "done, %ld errors; memkit: committed %.1f, pages "
+                       "%.1f, huge %.1f, meta %.1f MiB, %zu segments\n", ns,
+                       rss[ns - 1], (double)live_bytes / (1 << 20),
+                       (long)threads_run, (long)errors,
+                       (double)f.os_committed / (1 << 20),
+                       (double)(mi.uordblks - mi.hblkhd) / (1 << 20),
+                       (double)mi.hblkhd / (1 << 20),
+                       (double)f.meta_bytes / (1 << 20), f.segments);
                 fflush(stdout);
             }
         }
