@@ -275,6 +275,7 @@ MKI_INLINE void mki_purge_safe_point(void)
         mki_purge_safe_point_slow();
 }
 void mki_purge_fork(int phase); /* as mki_meta_fork */
+void mki_pool_fork(int phase);  /* as mki_meta_fork: the shard lock */
 /* memkit took more address space from the OS (cheap: a flag). */
 void mki_purge_grew(void);
 /* mk_option_set changed the purge mode or delay: wake the thread. */

@@ -90,6 +90,14 @@ static void shard_exit(void *arg)
 
 static void shard_init(void) { pthread_key_create(&shard_key, shard_exit); }
 
+void mki_pool_fork(int phase)
+{
+    if (phase == 0)
+        pthread_mutex_lock(&shard_lock);
+    else
+        pthread_mutex_unlock(&shard_lock);
+}
+
 /* The calling thread's shard number (0 if memory ran out). */
 static unsigned shard_number(void)
 {

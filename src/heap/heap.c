@@ -181,6 +181,7 @@ static void heap_exit(void *arg)
 
 static void fork_prepare(void)
 {
+    mki_pool_fork(0); /* (taken alone, never with another lock) */
     pthread_mutex_lock(&heap_lock);
     mki_purge_fork(0);
     mki_huge_fork(0);
@@ -195,6 +196,7 @@ static void fork_parent(void)
     mki_huge_fork(1);
     mki_purge_fork(1);
     pthread_mutex_unlock(&heap_lock);
+    mki_pool_fork(1);
 }
 
 static void fork_child(void)
@@ -204,6 +206,7 @@ static void fork_child(void)
     mki_huge_fork(2);
     pthread_mutex_unlock(&heap_lock);
     mki_purge_fork(2);
+    mki_pool_fork(2);
 }
 
 static void key_init(void) { pthread_key_create(&heap_key, heap_exit); }
