@@ -100,7 +100,8 @@ fuzz: fuzz-build
 
 # make soak: the soak test (tests/stress/soak.c): SOAK_SECONDS of work, RSS
 # sampled every second.  Registered for ctest's configuration `soak` only,
-# so a plain ctest (make test) does not see it.
+# so a plain ctest (make test) does not see it; -V: the samples and the
+# summary are printed whether it passes or not.
 SOAK_SECONDS ?= 600
 soak: build
-	cd build && MEMKIT_SOAK_SECONDS=$(SOAK_SECONDS) ctest -C soak -L soak --output-on-failure
+	cd build && MEMKIT_SOAK_SECONDS=$(SOAK_SECONDS) ctest -C soak -L soak -V
