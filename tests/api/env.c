@@ -113,29 +113,12 @@ static void c_work(void)
     /* the context stays: its memory is what the figures at exit show */
 }
 
-typedef struct child_case {
-    const char *name;
-    void (*fn)(void);
-} child_case;
-
-static const child_case cases[] = {
+static const rs_case cases[] = {
     {"options", c_options},
     {"unmap_effect", c_unmap_effect},
     {"delay0_effect", c_delay0_effect},
     {"work", c_work},
 };
-
-static int run_child_case(const char *name)
-{
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        if (strcmp(cases[i].name, name) == 0) {
-            rs_child_begin(name);
-            cases[i].fn();
-            return th_done();
-        }
-    fprintf(stderr, "no case %s\n", name);
-    return 2;
-}
 
 /* ---- the parent's side --------------------------------------------------- */
 
@@ -424,7 +407,7 @@ static void test_stats_json_stderr(void)
 int main(int argc, char **argv)
 {
     if (argc > 1)
-        return run_child_case(argv[1]);
+        return rs_run_case(cases, RS_NCASES(cases), argv[1]);
     RUN(test_defaults);
     RUN(test_purge_values);
     RUN(test_ignored_values);

@@ -392,12 +392,7 @@ static void c_no_thread(void)
 
 /* ---- the cases, and the parent that runs each in a fresh process --------- */
 
-typedef struct child_case {
-    const char *name;
-    void (*fn)(void);
-} child_case;
-
-static const child_case cases[] = {
+static const rs_case cases[] = {
     {"dontneed_large", c_dontneed_large},
     {"dontneed_partial", c_dontneed_partial},
     {"free_pages", c_free_pages},
@@ -412,18 +407,6 @@ static const child_case cases[] = {
     {"thread_start", c_thread_start},
     {"no_thread", c_no_thread},
 };
-
-static int run_child_case(const char *name)
-{
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        if (strcmp(cases[i].name, name) == 0) {
-            rs_child_begin(name);
-            cases[i].fn();
-            return th_done();
-        }
-    fprintf(stderr, "no case %s\n", name);
-    return 2;
-}
 
 static char out[1 << 16];
 
@@ -449,7 +432,7 @@ PARENT(no_thread)
 int main(int argc, char **argv)
 {
     if (argc > 1)
-        return run_child_case(argv[1]);
+        return rs_run_case(cases, RS_NCASES(cases), argv[1]);
     RUN(test_dontneed_large);
     RUN(test_dontneed_partial);
     RUN(test_free_pages);

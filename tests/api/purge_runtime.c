@@ -368,12 +368,7 @@ static void c_fork(void)
 
 /* ---- the cases ----------------------------------------------------------- */
 
-typedef struct child_case {
-    const char *name;
-    void (*fn)(void);
-} child_case;
-
-static const child_case cases[] = {
+static const rs_case cases[] = {
     {"delay_shortened", c_delay_shortened},
     {"delay_lengthened", c_delay_lengthened},
     {"off_at_runtime", c_off_at_runtime},
@@ -384,18 +379,6 @@ static const child_case cases[] = {
     {"loop", c_loop},
     {"fork", c_fork},
 };
-
-static int run_child_case(const char *name)
-{
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        if (strcmp(cases[i].name, name) == 0) {
-            rs_child_begin(name);
-            cases[i].fn();
-            return th_done();
-        }
-    fprintf(stderr, "no case %s\n", name);
-    return 2;
-}
 
 static char out[1 << 16];
 
@@ -417,7 +400,7 @@ PARENT(fork)
 int main(int argc, char **argv)
 {
     if (argc > 1)
-        return run_child_case(argv[1]);
+        return rs_run_case(cases, RS_NCASES(cases), argv[1]);
     RUN(test_delay_shortened);
     RUN(test_delay_lengthened);
     RUN(test_off_at_runtime);

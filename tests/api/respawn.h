@@ -6,7 +6,7 @@
  * purge thread starts once and stays; segments it keeps for reuse change
  * every later figure).
  *
- *     if (argc > 1) return run_child_case(argv[1]);   // in main()
+ *     if (argc > 1) return rs_run_case(cases, RS_NCASES(cases), argv[1]);
  *     int st = rs_run("case", env, out, sizeof out);  // in a test
  *
  * rs_run() executes /proc/self/exe with argv[1] = the case's name, in an
@@ -166,6 +166,28 @@ static void rs_sleep_ms(long ms)
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+/* A child case: its name (argv[1] of the child) and its body. */
+typedef struct rs_case {
+    const char *name;
+    void (*fn)(void);
+} rs_case;
+
+#define RS_NCASES(cases) (sizeof(cases) / sizeof *(cases))
+
+/* In the child: run the case named @name of @cases (rs_child_begin
+ * first); its exit status is th_done()'s, 2 for an unknown name. */
+static int rs_run_case(const rs_case *cases, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(cases[i].name, name) == 0) {
+            rs_child_begin(name);
+            cases[i].fn();
+            return th_done();
+        }
+    fprintf(stderr, "no case %s\n", name);
+    return 2;
 }
 
 #endif /* MK_TEST_RESPAWN_H */
