@@ -26,13 +26,16 @@
  * detected corruption (checking build) aborts, through the error handler
  * (see mk_set_error_handler).
  *
- * Alignment: a chunk is aligned to 16 bytes, except that a request of 8 bytes
- * or less is aligned to 8 and a request of 17..24 bytes is aligned to 8 (an
- * object whose size is not a multiple of 16 cannot need 16-byte alignment;
- * this is what lets a 24-byte object cost 24 bytes).  mk_alloc_aligned()
- * gives any power of two.  MK_SLAB is the exception: every chunk of a slab
- * has the slab's one alignment (mk_ctx_opts.chunk_align), whatever the size
- * asked for.
+ * Alignment: a chunk of mk_alloc() is aligned to 16 bytes, except that a
+ * request of 8 bytes or less may be aligned to 8 only, and a request of
+ * 17..24 bytes is aligned to 8 (an object whose size is not a multiple of
+ * 16 cannot need 16-byte alignment; this is what lets a 24-byte object cost
+ * 24 bytes).  mk_alloc_aligned() gives any power of two.  MK_SLAB is the
+ * exception: every chunk of a slab has the slab's one alignment
+ * (mk_ctx_opts.chunk_align), whatever the size asked for.  The malloc
+ * drop-in (libmemkit-malloc) aligns as glibc does: every result of malloc,
+ * calloc, realloc and operator new is 16-aligned, in every context malloc
+ * allocates from (its 17..24-byte requests take 32 bytes).
  */
 #ifndef MEMKIT_H
 #define MEMKIT_H

@@ -60,8 +60,8 @@
 #define MKI_PAGE_MAX (MKI_PAGE_MAX_UNITS * MKI_UNIT)
 
 /* ---- size classes (see page/sizeclass.c for the table) ------------------ */
-#define MKI_NCLASS 42              /* 8 .. 32 KiB */
-#define MKI_NCLASS_DIRECT 22       /* classes <= 1 KiB, inline in a context */
+#define MKI_NCLASS 41              /* 16 .. 32 KiB */
+#define MKI_NCLASS_DIRECT 21       /* classes <= 1 KiB, inline in a context */
 #define MKI_SMALL_MAX 32768u       /* largest chunk held in a shared page */
 #define MKI_DIRECT_MAX 1024u       /* largest size of the class lookup table */
 #define MKI_LARGE_MAX (1u << 20)   /* larger chunks get a huge segment */

@@ -49,11 +49,11 @@
 mki_general mki_heap_boot = {
     .base = {.kind = MK_GENERAL, .fast_kind = MKI_KIND_SLOW, .name = "boot"},
     .cls = {E8, E8, &mki_page_empty, &mki_page_empty, &mki_page_empty,
-            &mki_page_empty, &mki_page_empty, &mki_page_empty},
+            &mki_page_empty, &mki_page_empty},
     .cls_hi = mki_general_hi_empty,
 };
 #undef E8
-_Static_assert(MKI_NCLASS_DIRECT == 22, "mki_heap_boot lists 22 classes");
+_Static_assert(MKI_NCLASS_DIRECT == 21, "mki_heap_boot lists 21 classes");
 
 _Thread_local mki_general *mki_tls_fast TLS_IE = &mki_heap_boot;
 static _Thread_local mk_ctx *tls_current TLS_IE; /* NULL: the heap */
@@ -260,6 +260,11 @@ mk_ctx *mki_heap_malloc_ctx(void)
     return heap_get();
 }
 
+/* malloc's results are 16-aligned for every size (sizeclass.c): a request
+ * of 17..24 bytes, which mk_alloc would serve from the 8-aligned 24-byte
+ * class, is asked as 32 bytes of an uninstrumented context, and with
+ * 16-byte alignment of an instrumented one (which then keeps the requested
+ * size for its checks). */
 void *mki_heap_alloc(size_t n)
 {
     mki_purge_safe_point(); /* before anything is touched (purge.c) */
@@ -268,6 +273,9 @@ void *mki_heap_alloc(size_t n)
         errno = ENOMEM;
         return NULL;
     }
+    if (c->fast_kind == MKI_KIND_SLOW)
+        return n - 17 < 8 ? mk_alloc_aligned(c, n, 16) : mk_alloc(c, n);
+    n = mki_class_malloc_size(n);
     if (c->fast_kind == MKI_KIND_SECURE && c->kind == MK_GENERAL)
         return mki_general_alloc_secure((mki_general *)c, n);
     return mk_alloc(c, n);
@@ -276,7 +284,7 @@ void *mki_heap_alloc(size_t n)
 void *mki_heap_refill(mki_general *g, mki_page *pg, size_t n)
 {
     if (MKI_LIKELY(g != &mki_heap_boot))
-        return mki_general_refill(g, pg, n);
+        return mki_general_refill(g, pg, mki_class_malloc_size(n));
     return mki_heap_alloc(n);
 }
 

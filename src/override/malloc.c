@@ -11,8 +11,9 @@
  * and sends the call to the slow path.  free is mk_free: any memkit chunk,
  * from any context and any thread.
  *
- * Semantics follow glibc where programs can tell the difference: malloc(0)
- * returns a unique pointer; realloc(p, 0) frees p and returns NULL;
+ * Semantics follow glibc where programs can tell the difference: every
+ * result is 16-aligned (malloc's size classes skip mk_alloc's 8-aligned
+ * 24-byte class, sizeclass.c); malloc(0) returns a unique pointer; realloc(p, 0) frees p and returns NULL;
  * memalign rounds a non-power-of-two alignment up; aligned_alloc and
  * posix_memalign refuse it (EINVAL); calloc and reallocarray detect
  * overflow; failures set errno to ENOMEM.  realloc of a chunk that another
@@ -40,9 +41,8 @@ EXPORT void free_aligned_sized(void *p, size_t align, size_t size);
 
 void *mki_override_alloc_aligned(size_t align, size_t n)
 {
-    /* malloc's own alignment: 8 for every size, 16 above 8 bytes but for
-     * 17..24 (memkit.h) */
-    if (align <= 8 || (align == 16 && n > 8 && !(n > 16 && n <= 24)))
+    /* malloc's own alignment: 16 for every size (sizeclass.c) */
+    if (align <= 16)
         return mki_override_alloc(n);
     mk_ctx *c = mki_heap_malloc_ctx();
     if (!c) {
@@ -98,13 +98,15 @@ EXPORT void *realloc(void *p, size_t n)
     mk_ctx *owner = mk_ctx_of(p);
     if (!owner)
         return NULL; /* reported */
-    if (mki_ctx_owner(owner) == mki_tid() || mk_ctx_kind(owner) == MK_BUMP)
+    /* mk_realloc, but for 17..24 bytes, which it would move into the
+     * 8-aligned 24-byte class (sizeclass.c) */
+    if ((mki_ctx_owner(owner) == mki_tid() && n - 17 >= 8) ||
+        mk_ctx_kind(owner) == MK_BUMP)
         return mk_realloc(p, n); /* (a bump chunk cannot be resized: ENOTSUP) */
-    /* another thread's context: keep the chunk if it fits, else move it
-     * into ours */
+    /* another thread's context (or 17..24 bytes): keep the chunk if it
+     * fits and is 16-aligned, else move it into ours */
     size_t old = mk_usable_size(p);
-    size_t align = (n <= 8 || (n > 16 && n <= 24)) ? 8 : 16; /* memkit.h */
-    if (n <= old && n >= old / 2 && ((uintptr_t)p & (align - 1)) == 0)
+    if (n <= old && n >= old / 2 && ((uintptr_t)p & 15) == 0)
         return p;
     void *q = mki_override_alloc(n);
     if (!q)

@@ -10,13 +10,14 @@
 
 #pragma GCC visibility push(hidden)
 
-/* malloc(n): the GENERAL fast path on the thread's malloc context. */
+/* malloc(n): the GENERAL fast path on the thread's malloc context, with
+ * malloc's own classes (every one 16-aligned: sizeclass.c). */
 MKI_INLINE void *mki_override_alloc(size_t n)
 {
     mki_general *g = mki_tls_fast;
     mki_page *pg;
     if (MKI_LIKELY(n <= MKI_DIRECT_MAX)) /* one test for most sizes */
-        pg = g->cls[mki_class_of_direct(n)];
+        pg = g->cls[mki_class_of_a16(n)];
     else if (n <= MKI_SMALL_MAX)
         pg = mki_general_page_for(g, n);
     else

@@ -10,12 +10,28 @@
 #pragma GCC visibility push(hidden)
 
 extern const uint8_t mki_class_direct[MKI_DIRECT_MAX / 8 + 1];
+extern const uint8_t mki_class_a16[MKI_DIRECT_MAX / 16 + 1];
 extern const uint32_t mki_class_size[MKI_NCLASS];
 
 /* Class of a request of n <= MKI_DIRECT_MAX bytes: one table load. */
 MKI_INLINE unsigned mki_class_of_direct(size_t n)
 {
     return mki_class_direct[(n + 7) >> 3];
+}
+
+/* The class malloc uses for a request of n <= MKI_DIRECT_MAX bytes: the
+ * smallest multiple of 16 that holds it (one table load). */
+MKI_INLINE unsigned mki_class_of_a16(size_t n)
+{
+    return mki_class_a16[(n + 15) >> 4];
+}
+
+/* The request malloc makes of a GENERAL context for @n bytes, on its slow
+ * paths (where the class is found from the size again): 17..24 bytes are
+ * asked as 32, so that the chunk is 16-aligned.  Every other class is. */
+MKI_INLINE size_t mki_class_malloc_size(size_t n)
+{
+    return n - 17 < 8 ? 32 : n;
 }
 
 /* Class of a request of n <= MKI_SMALL_MAX bytes. */
@@ -27,7 +43,7 @@ MKI_INLINE unsigned mki_class_of(size_t n)
      * quarter of [2^k, 2^(k+1)) that n - 1 falls in. */
     size_t m = n - 1;
     unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)m);
-    return 6u + (k - 6u) * 4u + (unsigned)((m >> (k - 2u)) & 3u);
+    return 5u + (k - 6u) * 4u + (unsigned)((m >> (k - 2u)) & 3u);
 }
 
 /* Units (a power of two) of the next page for class @cls in a context that

@@ -340,9 +340,9 @@ static void test_usable_size(void)
         CHECK_PATTERN(ps[i], us[i], 20000 + (uint64_t)i);
         free(ps[i]);
     }
-    /* memkit's telltale: a 1-byte chunk has 8 usable bytes (glibc: 24) */
+    /* memkit's telltale: a 1-byte chunk has 16 usable bytes (glibc: 24) */
     void *one = malloc(fam_opaque(1));
-    CHECK_EQ(malloc_usable_size(one), 8u);
+    CHECK_EQ(malloc_usable_size(one), 16u);
     free(one);
 }
 

@@ -5,7 +5,7 @@
  * First it proves that the preload took, so that nothing below passes by
  * testing glibc's malloc instead:
  *  - libmemkit-malloc is mapped into the process (/proc/self/maps);
- *  - malloc_usable_size(malloc(1)) is 8 (memkit's smallest class; glibc's
+ *  - malloc_usable_size(malloc(1)) is 16 (memkit's smallest class; glibc's
  *    smallest chunk gives 24), also for memory the C library allocates
  *    itself (strdup("")), so libc's internal calls reach memkit too;
  *  - malloc_info() writes memkit's version tag.
@@ -40,11 +40,11 @@ static void test_preload_took(void)
                 "the test run with LD_PRELOAD=libmemkit-malloc.so?");
 
     void *one = malloc(fam_opaque(1));
-    CHECK_EQ(malloc_usable_size(one), 8u); /* glibc: 24 */
+    CHECK_EQ(malloc_usable_size(one), 16u); /* glibc: 24 */
     free(one);
     char *s = strdup(""); /* the C library's own malloc call */
     REQUIRE_NOT_NULL(s);
-    CHECK_EQ(malloc_usable_size(s), 8u);
+    CHECK_EQ(malloc_usable_size(s), 16u);
     free(s);
 
     char *buf = NULL;

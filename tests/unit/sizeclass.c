@@ -3,8 +3,10 @@
  * mki_class_of(n) is the smallest class >= n for every n in 1..32768 (and
  * class 0 for n = 0); the direct table agrees with it up to 1 KiB; the
  * table is strictly increasing, ends at MKI_SMALL_MAX, has exactly four
- * classes per doubling above 64 bytes, every class but 8 and 24 is a
- * multiple of 16 (the alignment rule), and the worst-case internal waste is
+ * classes per doubling above 64 bytes, every class but 24 is a multiple of
+ * 16 (the alignment rule); malloc's table (mki_class_of_a16) gives the
+ * smallest class that is a multiple of 16, and mki_class_malloc_size asks
+ * 17..24 bytes as 32; the worst-case internal waste is
  * below 20% above 64 bytes; mki_class_page_units gives a power of two of
  * units that holds at least one chunk, at most 64, growing with the
  * context.
@@ -15,7 +17,7 @@
 
 static void test_table_shape(void)
 {
-    CHECK_EQ(mki_class_size[0], 8u);
+    CHECK_EQ(mki_class_size[0], 16u); /* a link and a double-free key */
     CHECK_EQ(mki_class_size[MKI_NCLASS - 1], MKI_SMALL_MAX);
     for (unsigned c = 1; c < MKI_NCLASS; c++)
         CHECK_LT(mki_class_size[c - 1], mki_class_size[c]);
@@ -25,7 +27,7 @@ static void test_table_shape(void)
     for (unsigned c = 0; c < MKI_NCLASS; c++) {
         uint32_t s = mki_class_size[c];
         CHECK_EQ(s % 8, 0u);
-        if (s != 8 && s != 24)
+        if (s != 24)
             CHECK_EQ(s % 16, 0u);
     }
 }
@@ -65,6 +67,32 @@ static void test_class_of_every_size(void)
         }
     }
     CHECK_EQ(mki_class_of_direct(0), 0u);
+}
+
+/* malloc's classes: every request up to 1 KiB gets the smallest class
+ * that holds it and is a multiple of 16; on the slow paths, the size that
+ * leads mki_class_of to the same class. */
+static void test_malloc_classes(void)
+{
+    for (size_t n = 0; n <= MKI_DIRECT_MAX; n++) {
+        unsigned c = mki_class_of_a16(n), want = 0;
+        while (mki_class_size[want] < n || mki_class_size[want] % 16)
+            want++;
+        th_checks++;
+        if (c != want)
+            th_fail(__FILE__, __LINE__, "mki_class_of_a16(%zu) = %u, not %u",
+                    n, c, want);
+        th_checks++;
+        if (mki_class_of(mki_class_malloc_size(n)) != want)
+            th_fail(__FILE__, __LINE__, "mki_class_malloc_size(%zu) = %zu "
+                    "lands in class %u, not %u", n, mki_class_malloc_size(n),
+                    mki_class_of(mki_class_malloc_size(n)), want);
+    }
+    CHECK_EQ(mki_class_malloc_size(16), 16u);
+    CHECK_EQ(mki_class_malloc_size(17), 32u);
+    CHECK_EQ(mki_class_malloc_size(24), 32u);
+    CHECK_EQ(mki_class_malloc_size(25), 25u);
+    CHECK_EQ(mki_class_malloc_size(100000), 100000u);
 }
 
 /* The documented worst case: above 64 bytes, < 20% of a chunk is waste. */
@@ -114,6 +142,7 @@ int main(void)
     RUN(test_table_shape);
     RUN(test_four_per_doubling);
     RUN(test_class_of_every_size);
+    RUN(test_malloc_classes);
     RUN(test_waste);
     RUN(test_page_units);
     return th_done();
