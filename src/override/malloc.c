@@ -16,7 +16,10 @@
  * 24-byte class, sizeclass.c); malloc(0) returns a unique pointer; realloc(p, 0) frees p and returns NULL;
  * memalign rounds a non-power-of-two alignment up; aligned_alloc and
  * posix_memalign refuse it (EINVAL); calloc and reallocarray detect
- * overflow; failures set errno to ENOMEM.  realloc of a chunk that another
+ * overflow; failures set errno to ENOMEM; mallopt accepts every
+ * parameter with glibc's answer and malloc_info(options != 0) returns
+ * EINVAL.  glibc's other names for the same functions (__libc_malloc & co.,
+ * cfree) are memkit's too, so that no block crosses to glibc's allocator.  realloc of a chunk that another
  * thread's context owns moves it into the caller's context (a context is
  * allocated from by its owner only), unless it fits where it is.
  *
@@ -33,9 +36,20 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* C23 names that glibc 2.36's headers do not declare yet. */
+/* C23 names that glibc 2.36's headers do not declare yet, and glibc's
+ * other names (at the end of the file), which they do not declare at all. */
 EXPORT void free_sized(void *p, size_t size);
 EXPORT void free_aligned_sized(void *p, size_t align, size_t size);
+EXPORT void *__libc_malloc(size_t n);
+EXPORT void __libc_free(void *p);
+EXPORT void cfree(void *p);
+EXPORT void *__libc_calloc(size_t n, size_t size);
+EXPORT void *__libc_realloc(void *p, size_t n);
+EXPORT void *__libc_memalign(size_t align, size_t n);
+EXPORT void *__libc_valloc(size_t n);
+EXPORT void *__libc_pvalloc(size_t n);
+EXPORT int __libc_mallopt(int param, int value);
+EXPORT struct mallinfo __libc_mallinfo(void);
 
 /* ---- the paths every entry point shares ------------------------------------- */
 
@@ -188,11 +202,14 @@ EXPORT int malloc_trim(size_t pad)
 }
 
 /* mallopt's parameters tune glibc's arenas, which memkit does not have:
- * every one is refused (0), as glibc refuses a parameter it does not know. */
+ * each is accepted and ignored, with glibc 2.36's answer (1, "done", for
+ * every parameter and value, known or not, but M_MXFAST above its
+ * maximum of 160 bytes: 0), since programs read 0 as failure. */
 EXPORT int mallopt(int param, int value)
 {
-    (void)param, (void)value;
-    return 0;
+    if (param == M_MXFAST)
+        return (size_t)value <= 160;
+    return 1;
 }
 
 EXPORT struct mallinfo2 mallinfo2(void)
@@ -218,7 +235,9 @@ EXPORT struct mallinfo2 mallinfo2(void)
 
 static int clamp(size_t v) { return v > 0x7fffffff ? 0x7fffffff : (int)v; }
 
-EXPORT struct mallinfo mallinfo(void)
+/* mallinfo's figures, clamped to int (glibc deprecates the name, not the
+ * function: this is what mallinfo and __libc_mallinfo return) */
+static struct mallinfo mallinfo_int(void)
 {
     struct mallinfo2 m2 = mallinfo2();
     struct mallinfo mi;
@@ -231,11 +250,15 @@ EXPORT struct mallinfo mallinfo(void)
     return mi;
 }
 
+EXPORT struct mallinfo mallinfo(void) { return mallinfo_int(); }
+
 EXPORT void malloc_stats(void) { mki_stats_print_process(STDERR_FILENO); }
 
 EXPORT int malloc_info(int options, FILE *fp)
 {
-    if (options != 0 || !fp) {
+    if (options != 0)
+        return EINVAL; /* as glibc: the error is the return value */
+    if (!fp) {
         errno = EINVAL;
         return -1;
     }
@@ -249,3 +272,20 @@ EXPORT int malloc_info(int options, FILE *fp)
             mi.uordblks);
     return 0;
 }
+
+/* ---- glibc's other names ------------------------------------------------------
+ * glibc exports its allocator under a second set of names, which some
+ * programs and libraries call directly (and binaries built against glibc
+ * before 2.26 bind cfree@GLIBC_2.2.5).  Left to glibc, a block from one
+ * of them would reach memkit's free (or the other way round) and abort:
+ * every one is memkit's too, as in mimalloc, jemalloc and tcmalloc. */
+EXPORT void *__libc_malloc(size_t n) { return mki_override_alloc(n); }
+EXPORT void __libc_free(void *p) { mki_override_free(p); }
+EXPORT void cfree(void *p) { mki_override_free(p); }
+EXPORT void *__libc_calloc(size_t n, size_t size) { return calloc(n, size); }
+EXPORT void *__libc_realloc(void *p, size_t n) { return realloc(p, n); }
+EXPORT void *__libc_memalign(size_t align, size_t n) { return memalign(align, n); }
+EXPORT void *__libc_valloc(size_t n) { return valloc(n); }
+EXPORT void *__libc_pvalloc(size_t n) { return pvalloc(n); }
+EXPORT int __libc_mallopt(int param, int value) { return mallopt(param, value); }
+EXPORT struct mallinfo __libc_mallinfo(void) { return mallinfo_int(); }
