@@ -78,13 +78,13 @@ static _Thread_local __attribute__((tls_model("initial-exec"))) unsigned
 static void shard_exit(void *arg)
 {
     shard_num *e = arg;
-    pthread_mutex_lock(&shard_lock);
+    mki_lock(&shard_lock);
     shard_num **at = &shards_free;
     while (*at && (*at)->n < e->n)
         at = &(*at)->next;
     e->next = *at;
     *at = e;
-    pthread_mutex_unlock(&shard_lock);
+    mki_unlock(&shard_lock);
     my_shard = 0;
 }
 
@@ -104,18 +104,18 @@ static unsigned shard_number(void)
     if (MKI_LIKELY(my_shard != 0))
         return my_shard;
     pthread_once(&shard_once, shard_init);
-    pthread_mutex_lock(&shard_lock);
+    mki_lock(&shard_lock);
     shard_num *e = shards_free;
     if (e)
         shards_free = e->next;
-    pthread_mutex_unlock(&shard_lock);
+    mki_unlock(&shard_lock);
     if (!e) {
         e = mki_meta_alloc(sizeof *e);
         if (!e)
             return 0;
-        pthread_mutex_lock(&shard_lock);
+        mki_lock(&shard_lock);
         e->n = shards_next++;
-        pthread_mutex_unlock(&shard_lock);
+        mki_unlock(&shard_lock);
     }
     e->next = NULL;
     my_shard = e->n;

@@ -88,10 +88,10 @@ static int run_pass(int force, size_t *bytes, unsigned long long *next_due)
     int unmap = mode == MKI_PURGE_UNMAP || force;
     int pending = 0;
     unsigned long long due = ~0ull;
-    pthread_mutex_lock(&pass_lock);
+    mki_lock(&pass_lock);
     size_t b = mki_huge_purge(force, unmap, delay_ns(), &pending, &due);
     b += mki_segment_purge(force, how, unmap, delay_ns(), &pending, &due);
-    pthread_mutex_unlock(&pass_lock);
+    mki_unlock(&pass_lock);
     if (next_due)
         *next_due = due;
     atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
@@ -112,7 +112,7 @@ static int policy_active(void)
 static void *purge_main(void *arg)
 {
     (void)arg;
-    pthread_mutex_lock(&purge_lock);
+    mki_lock(&purge_lock);
     for (;;) {
         if (!atomic_load(&scheduled)) {
             pthread_cond_wait(&purge_cond, &purge_lock);
@@ -130,9 +130,9 @@ static void *purge_main(void *arg)
          * this one (which may have looked before that free) left nothing */
         unsigned long before = atomic_load(&notes);
         unsigned long long next_due = 0;
-        pthread_mutex_unlock(&purge_lock);
+        mki_unlock(&purge_lock);
         int again = policy_active() && run_pass(0, NULL, &next_due);
-        pthread_mutex_lock(&purge_lock);
+        mki_lock(&purge_lock);
         unsigned long long now = mki_os_now_ns(), d = delay_ns();
         if (again) {
             /* the next pass when the memory left becomes due (memory freed
@@ -195,9 +195,9 @@ static void start_thread(void)
     }
     pthread_setname_np(t, "memkit-purge");
     atomic_store(&thread_state, 2);
-    pthread_mutex_lock(&purge_lock);
+    mki_lock(&purge_lock);
     pthread_cond_signal(&purge_cond); /* a pass may be due already */
-    pthread_mutex_unlock(&purge_lock);
+    mki_unlock(&purge_lock);
 }
 
 /* Set when a thread should be started at the next safe point: the
@@ -208,6 +208,8 @@ static void want_if_large(void);
 
 void mki_purge_safe_point_slow(void)
 {
+    if (mki_os_forking)
+        return; /* a fork handler: no thread now (the want stays) */
     atomic_store_explicit(&mki_purge_want, 0, memory_order_relaxed);
     if (atomic_load_explicit(&thread_state, memory_order_relaxed) == 0 &&
         mki_option(MKI_OPT_PURGE_THREAD) && policy_active())
@@ -248,25 +250,25 @@ void mki_purge_note(void)
     if (atomic_load(&scheduled)) {
         /* no thread: run the pass here once it is due */
         if (ts != 2 && mki_os_now_ns() >= sched_ns + delay_ns() &&
-            pthread_mutex_trylock(&purge_lock) == 0) {
+            mki_trylock(&purge_lock) == 0) {
             int due = atomic_load(&scheduled) &&
                       mki_os_now_ns() >= sched_ns + delay_ns();
             if (due)
                 atomic_store(&scheduled, 0);
-            pthread_mutex_unlock(&purge_lock);
+            mki_unlock(&purge_lock);
             if (due && run_pass(0, NULL, NULL))
                 mki_purge_note();
         }
         return;
     }
     pthread_once(&cond_once, cond_init);
-    pthread_mutex_lock(&purge_lock);
+    mki_lock(&purge_lock);
     if (!atomic_load(&scheduled)) {
         sched_ns = mki_os_now_ns();
         atomic_store(&scheduled, 1);
         pthread_cond_signal(&purge_cond);
     }
-    pthread_mutex_unlock(&purge_lock);
+    mki_unlock(&purge_lock);
 }
 
 void mki_purge_options_changed(void)
@@ -276,9 +278,9 @@ void mki_purge_options_changed(void)
     mki_purge_note();
     if (atomic_load(&thread_state) != 2)
         return;
-    pthread_mutex_lock(&purge_lock);
+    mki_lock(&purge_lock);
     pthread_cond_signal(&purge_cond); /* it recomputes what is due */
-    pthread_mutex_unlock(&purge_lock);
+    mki_unlock(&purge_lock);
 }
 
 void mki_purge_fork(int phase)

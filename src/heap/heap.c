@@ -32,7 +32,10 @@
  * fork(): the forking thread takes every global lock of the library before
  * the fork (heap list, page pool, bookkeeping) and both processes release
  * them after, so the child never inherits a lock held by a thread it does
- * not have.  Heaps of the parent's other threads stay in the child as they
+ * not have.  The handlers are registered at load time, and between them the
+ * forking thread may still allocate (os.h, mki_os_forking): a program's own
+ * fork handlers may call malloc whichever order they were registered in,
+ * as on glibc.  Heaps of the parent's other threads stay in the child as they
  * were (their chunks stay valid; frees into them are remote frees): they
  * may have been in the middle of an allocation, so the child does not
  * reuse them.
@@ -121,13 +124,13 @@ static int holds_anything(mk_ctx *h)
 void mki_heap_sweep_orphans(int max)
 {
     mk_ctx *taken = NULL;
-    pthread_mutex_lock(&heap_lock);
+    mki_lock(&heap_lock);
     for (int i = 0; (max < 0 || i < max) && orphans; i++) {
         mk_ctx *h = orphan_pop();
         h->next_sibling = taken;
         taken = h;
     }
-    pthread_mutex_unlock(&heap_lock);
+    mki_unlock(&heap_lock);
     mk_ctx *keep = NULL, *last = NULL;
     while (taken) {
         mk_ctx *h = taken;
@@ -143,10 +146,10 @@ void mki_heap_sweep_orphans(int max)
         }
     }
     if (keep) {
-        pthread_mutex_lock(&heap_lock);
+        mki_lock(&heap_lock);
         last->next_sibling = orphans;
         orphans = keep;
-        pthread_mutex_unlock(&heap_lock);
+        mki_unlock(&heap_lock);
     }
 }
 
@@ -159,9 +162,9 @@ static void heap_release(mk_ctx *h)
         return;
     }
     mki_ctx_set_owner_tid(h, 0); /* every free into it is now remote */
-    pthread_mutex_lock(&heap_lock);
+    mki_lock(&heap_lock);
     orphan_push(h);
-    pthread_mutex_unlock(&heap_lock);
+    mki_unlock(&heap_lock);
 }
 
 /* pthread key destructor: the thread is exiting. */
@@ -187,10 +190,12 @@ static void fork_prepare(void)
     mki_huge_fork(0);
     mki_segment_fork(0);
     mki_meta_fork(0);
+    mki_os_forking = 1; /* this thread holds them all (os.h) */
 }
 
 static void fork_parent(void)
 {
+    mki_os_forking = 0;
     mki_meta_fork(1);
     mki_segment_fork(1);
     mki_huge_fork(1);
@@ -201,6 +206,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    mki_os_forking = 0;
     mki_meta_fork(2);
     mki_segment_fork(2);
     mki_huge_fork(2);
@@ -213,6 +219,20 @@ static void key_init(void) { pthread_key_create(&heap_key, heap_exit); }
 static void fork_init(void)
 {
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* The handlers are registered when the library is loaded, before a
+ * program's constructors and its first malloc, and never from inside
+ * malloc: registering takes glibc's atfork lock, which fork() holds while
+ * it runs the handlers, so a first malloc made by a fork handler would
+ * otherwise wait for itself.  A library whose constructor runs earlier
+ * and registers handlers of its own has them run on the other side of
+ * memkit's; they may allocate all the same (mki_os_forking, os.h).  The
+ * pthread_once in heap_attach covers a static link whose constructors
+ * were dropped. */
+__attribute__((constructor)) static void fork_at_load(void)
+{
+    pthread_once(&fork_once, fork_init);
 }
 
 /* ---- the heap ------------------------------------------------------------------ */
@@ -228,9 +248,9 @@ static MKI_NOINLINE mk_ctx *heap_attach(void)
     }
     tls_busy = 1;
     pthread_once(&key_once, key_init);
-    pthread_mutex_lock(&heap_lock);
+    mki_lock(&heap_lock);
     mk_ctx *h = orphan_pop();
-    pthread_mutex_unlock(&heap_lock);
+    mki_unlock(&heap_lock);
     if (h)
         mki_ctx_set_owner_tid(h, mki_tid());
     else

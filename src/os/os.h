@@ -17,6 +17,7 @@
 #ifndef MKI_OS_H
 #define MKI_OS_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -94,6 +95,39 @@ int mki_os_decommit(void *p, size_t size, size_t account, int how);
 extern _Thread_local uintptr_t mki_os_self
     __attribute__((tls_model("initial-exec")));
 uintptr_t mki_os_self_assign(void);
+
+/*
+ * memkit's global locks (the page pool, bookkeeping, huge mappings, heaps,
+ * the purge policy, pool shards) are taken and released through these.
+ * fork() is why: memkit's prepare handler takes every one of them, so that
+ * the child inherits none in the middle of a change, and then sets
+ * mki_os_forking on the forking thread until its parent or child handler
+ * has given them back.  While it is set, that thread holds every lock, so
+ * taking one is skipped: the other fork handlers, which run between
+ * memkit's prepare and its parent or child handler whatever the order they
+ * were registered in, may allocate as they may on glibc (whose malloc
+ * locks inside fork() itself), and no other thread can be inside memkit's
+ * locked state meanwhile.  A trylock of a held lock fails, as it would.
+ */
+extern _Thread_local int mki_os_forking
+    __attribute__((tls_model("initial-exec")));
+
+static inline __attribute__((always_inline)) void mki_lock(pthread_mutex_t *m)
+{
+    if (!mki_os_forking)
+        pthread_mutex_lock(m);
+}
+
+static inline __attribute__((always_inline)) void mki_unlock(pthread_mutex_t *m)
+{
+    if (!mki_os_forking)
+        pthread_mutex_unlock(m);
+}
+
+static inline __attribute__((always_inline)) int mki_trylock(pthread_mutex_t *m)
+{
+    return mki_os_forking ? -1 : pthread_mutex_trylock(m);
+}
 
 /* Make [p, p+size) (OS-page aligned, inside a reservation) a guard: any
  * access faults.  0, or -1 (nothing changed).  The reservation's release

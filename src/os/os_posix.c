@@ -194,6 +194,7 @@ size_t mki_os_committed(void) { return atomic_load(&committed_bytes); }
 size_t mki_os_calls(void) { return atomic_load(&os_calls); }
 
 _Thread_local uintptr_t mki_os_self __attribute__((tls_model("initial-exec"))) = 1;
+_Thread_local int mki_os_forking __attribute__((tls_model("initial-exec")));
 static _Atomic uintptr_t next_self = 2;
 
 uintptr_t mki_os_self_assign(void)

@@ -39,7 +39,7 @@ void *mki_meta_alloc(size_t size)
     size_t idx = (size + META_ALIGN - 1) / META_ALIGN;
     size_t rounded = idx * META_ALIGN;
     void *p = NULL;
-    pthread_mutex_lock(&meta_lock);
+    mki_lock(&meta_lock);
     if (free_lists[idx]) {
         p = free_lists[idx];
         free_lists[idx] = free_lists[idx]->next;
@@ -51,7 +51,7 @@ void *mki_meta_alloc(size_t size)
                 fresh = NULL;
             }
             if (!fresh) {
-                pthread_mutex_unlock(&meta_lock);
+                mki_unlock(&meta_lock);
                 errno = ENOMEM;
                 return NULL;
             }
@@ -64,7 +64,7 @@ void *mki_meta_alloc(size_t size)
         p = bump;
         bump += rounded;
     }
-    pthread_mutex_unlock(&meta_lock);
+    mki_unlock(&meta_lock);
     memset(p, 0, rounded);
     return p;
 }
@@ -75,10 +75,10 @@ void mki_meta_free(void *p, size_t size)
         return;
     size_t idx = (size + META_ALIGN - 1) / META_ALIGN;
     meta_free *f = p;
-    pthread_mutex_lock(&meta_lock);
+    mki_lock(&meta_lock);
     f->next = free_lists[idx];
     free_lists[idx] = f;
-    pthread_mutex_unlock(&meta_lock);
+    mki_unlock(&meta_lock);
 }
 
 size_t mki_meta_bytes(void)

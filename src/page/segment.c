@@ -229,11 +229,11 @@ static int registry_put(uintptr_t base, int add)
 
 int mki_segment_register(void *base, int add)
 {
-    pthread_mutex_lock(&arena_lock);
+    mki_lock(&arena_lock);
     int r = add ? registry_put((uintptr_t)base, 1) : 0;
     if (!add)
         registry_put((uintptr_t)base, 0);
-    pthread_mutex_unlock(&arena_lock);
+    mki_unlock(&arena_lock);
     if (r == 0) {
         if (add)
             atomic_fetch_add_explicit(&segment_count, 1, memory_order_relaxed);
@@ -249,9 +249,9 @@ int mki_segment_owns(const void *p)
         return 0;
     uintptr_t key = ((uintptr_t)p - 1) >> MKI_SEG_SHIFT;
     int found = 0;
-    pthread_mutex_lock(&arena_lock);
+    mki_lock(&arena_lock);
     if (!registry) {
-        pthread_mutex_unlock(&arena_lock);
+        mki_unlock(&arena_lock);
         return 0;
     }
     size_t i = (size_t)(key * 0x9E3779B97F4A7C15ull) % REG_CAP;
@@ -263,7 +263,7 @@ int mki_segment_owns(const void *p)
         if (registry[i] == 0)
             break;
     }
-    pthread_mutex_unlock(&arena_lock);
+    mki_unlock(&arena_lock);
     return found;
 }
 
@@ -320,10 +320,10 @@ static void segment_release(mki_segment *s, int locked)
 {
     mki_mem_forget(s, MKI_SEG_SIZE); /* the address may be mapped again */
     if (!locked)
-        pthread_mutex_lock(&arena_lock);
+        mki_lock(&arena_lock);
     registry_put((uintptr_t)s, 0);
     if (!locked)
-        pthread_mutex_unlock(&arena_lock);
+        mki_unlock(&arena_lock);
     atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
     size_t committed = committed_units_bytes(s);
     UNCOUNT(seg_committed, committed);
@@ -372,7 +372,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     mki_page *pg = mki_meta_alloc(sizeof(mki_page));
     if (!pg)
         return NULL;
-    pthread_mutex_lock(&arena_lock);
+    mki_lock(&arena_lock);
     mki_segment *s = NULL;
     int at = -1;
     for (s = avail_list; s; s = s->next)
@@ -405,7 +405,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     list_push(list_of(s), s);
     for (unsigned i = 0; i < units; i++)
         s->map[(unsigned)at + i] = pg;
-    pthread_mutex_unlock(&arena_lock);
+    mki_unlock(&arena_lock);
 
     pg->unit = (uint32_t)at;
     pg->units = units;
@@ -414,7 +414,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     return pg;
 
 fail:
-    pthread_mutex_unlock(&arena_lock);
+    mki_unlock(&arena_lock);
     mki_meta_free(pg, sizeof(mki_page));
     errno = ENOMEM;
     return NULL;
@@ -433,15 +433,15 @@ size_t mki_segment_page_release_now(mki_page *pg)
     if (b > a) {
         unsigned first = (unsigned)((a - (uintptr_t)s) >> MKI_UNIT_SHIFT);
         unsigned n = (unsigned)((b - a) >> MKI_UNIT_SHIFT);
-        pthread_mutex_lock(&arena_lock);
+        mki_lock(&arena_lock);
         for (unsigned u = first; u < first + n; u++)
             bytes += bit_get(s->committed, u) ? MKI_UNIT : 0;
-        pthread_mutex_unlock(&arena_lock);
+        mki_unlock(&arena_lock);
         if (mki_os_decommit((void *)a, b - a, bytes, MKI_OS_DONTNEED) == 0) {
-            pthread_mutex_lock(&arena_lock);
+            mki_lock(&arena_lock);
             bits_set(s->committed, first, n, 0);
             UNCOUNT(seg_committed, bytes);
-            pthread_mutex_unlock(&arena_lock);
+            mki_unlock(&arena_lock);
         } else {
             bytes = 0; /* still committed, still usable: a later pass */
         }
@@ -465,7 +465,7 @@ static void release(mki_page *pg)
     if (pg->live)
         mki_instr_page_release(pg);
     unsigned long long now = mki_os_now_ns();
-    pthread_mutex_lock(&arena_lock);
+    mki_lock(&arena_lock);
     list_remove(list_of(s), s);
     for (unsigned i = 0; i < pg->units; i++)
         s->map[pg->unit + i] = &mki_page_gone;
@@ -478,7 +478,7 @@ static void release(mki_page *pg)
     if (list == &empty_list)
         s->empty_since_ns = now;
     list_push(list, s);
-    pthread_mutex_unlock(&arena_lock);
+    mki_unlock(&arena_lock);
     pg->kind = MKI_PAGE_FREE;
     mki_meta_free(pg, sizeof(mki_page));
     mki_purge_note(); /* its units are free: purge them in time */
@@ -492,15 +492,15 @@ int mki_segment_page_grow(mki_page *pg, size_t bytes)
     if (pg->unit + need > MKI_UNITS)
         return -1;
     uint32_t have = pg->units;
-    pthread_mutex_lock(&arena_lock);
+    mki_lock(&arena_lock);
     for (size_t u = pg->unit + have; u < pg->unit + need; u++)
         if (bit_get(s->used, (unsigned)u)) {
-            pthread_mutex_unlock(&arena_lock);
+            mki_unlock(&arena_lock);
             return -1;
         }
     /* the units past the old body may never have been committed */
     if (commit_units(s, pg->unit, (unsigned)need) != 0) {
-        pthread_mutex_unlock(&arena_lock);
+        mki_unlock(&arena_lock);
         return -1;
     }
     if (need > have) {
@@ -515,7 +515,7 @@ int mki_segment_page_grow(mki_page *pg, size_t bytes)
         pg->units = (uint32_t)need;
         pg->size = need * MKI_UNIT;
     }
-    pthread_mutex_unlock(&arena_lock);
+    mki_unlock(&arena_lock);
     pg->end = pg->start + body;
     return 0;
 }
@@ -669,7 +669,7 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
     unsigned nr = 0, nd = 0, kept = 0;
     size_t total = 0;
     unsigned long long now = mki_os_now_ns();
-    pthread_mutex_lock(&arena_lock);
+    mki_lock(&arena_lock);
     for (mki_segment *s = empty_list, *next; s; s = next) {
         next = s->next;
         int due = force || now - s->empty_since_ns >= delay_ns;
@@ -694,7 +694,7 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
             *pending |= collect_runs(s, force, now, delay_ns, runs, &nr,
                                      next_due);
         }
-    pthread_mutex_unlock(&arena_lock);
+    mki_unlock(&arena_lock);
 
     /* the system calls, without the lock */
     size_t header = MKI_SEG_HEADER_UNITS * MKI_UNIT;
@@ -733,7 +733,7 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
             *next_due = now + delay_ns;
     }
 
-    pthread_mutex_lock(&arena_lock);
+    mki_lock(&arena_lock);
     for (unsigned i = 0; i < nr; i++) {
         mki_segment *s = runs[i].s;
         list_remove(list_of(s), s);
@@ -771,7 +771,7 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
         total += bytes;
         list_push(&empty_list, s);
     }
-    pthread_mutex_unlock(&arena_lock);
+    mki_unlock(&arena_lock);
     return total;
 }
 
