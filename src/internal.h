@@ -275,6 +275,15 @@ MKI_INLINE void mki_purge_safe_point(void)
         mki_purge_safe_point_slow();
 }
 void mki_purge_fork(int phase); /* as mki_meta_fork */
+/* Chunks were freed into a context that no thread owns (a heap whose
+ * thread exited), or such a heap emptied: have the collect hook run soon,
+ * on the background thread.  Returns 1 if it will; 0 if no thread runs
+ * (the next thread exit or mk_trim will collect; one is wanted for the
+ * next safe point).  Cheap when a run is already wanted. */
+int mki_purge_collect(void);
+/* The hook mki_purge_collect runs, with @force 0, and mk_trim, with @force
+ * 1 (bound once at the top: heap.c). */
+void mki_purge_set_collect(void (*fn)(int force));
 void mki_pool_fork(int phase);  /* as mki_meta_fork: the shard lock */
 /* memkit took more address space from the OS (cheap: a flag). */
 void mki_purge_grew(void);

@@ -38,6 +38,7 @@
 #include <time.h>
 
 #define PURGE_THREAD_AT ((size_t)16 << 20) /* reserved bytes */
+#define PURGE_THREAD_IDLE_NS 1000000000ull /* exit after 1 s of nothing */
 
 /* ThreadSanitizer cannot start threads in the child of a multithreaded
  * fork (it makes the child die): in a TSan build a forked child runs its
@@ -63,6 +64,9 @@ static _Atomic int thread_state; /* 0 none, 1 starting, 2 running, 3 never */
 static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER; /* one pass */
 static _Atomic size_t purged_bytes, passes;
 static _Atomic unsigned long notes; /* frees noted so far (see purge_main) */
+static _Atomic int collect_wanted;   /* run collect_hook (mki_purge_collect) */
+static unsigned long long last_collect_ns;
+static void (*collect_hook)(int force);
 
 static void cond_init(void)
 {
@@ -109,20 +113,67 @@ static int policy_active(void)
 
 /* ---- the background thread ------------------------------------------------- */
 
+/* Sleep on the condition variable until @until (CLOCK_MONOTONIC ns). */
+static void wait_until(unsigned long long until)
+{
+    struct timespec ts = {(time_t)(until / 1000000000ull),
+                          (long)(until % 1000000000ull)};
+    pthread_cond_timedwait(&purge_cond, &purge_lock, &ts);
+}
+
+/* Run the collect hook (chunks freed into contexts no thread owns) now,
+ * unless the last run was less than a quarter of a delay ago: then
+ * returns when it will be due.  0 when it ran or was not wanted.  Lock
+ * held; released while the hook runs. */
+static unsigned long long collect_if_due(void)
+{
+    if (!atomic_load(&collect_wanted))
+        return 0;
+    unsigned long long now = mki_os_now_ns(), at = last_collect_ns + delay_ns() / 4;
+    if (last_collect_ns && now < at)
+        return at;
+    atomic_store(&collect_wanted, 0);
+    last_collect_ns = now;
+    void (*fn)(int) = collect_hook;
+    mki_unlock(&purge_lock);
+    if (fn)
+        fn(0); /* its frees note purges of their own */
+    mki_lock(&purge_lock);
+    return 0;
+}
+
+/* The thread: passes when they fall due, collects when wanted, and an
+ * exit once it has had nothing to do for PURGE_THREAD_IDLE_NS, so that a
+ * program that has gone quiet is single-threaded again (unshare(2) and
+ * setns(2) into a user namespace refuse a multi-threaded caller); the next
+ * allocation slow path that finds memory waiting starts a new one. */
 static void *purge_main(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), "memkit-purge");
     mki_lock(&purge_lock);
+    atomic_store(&thread_state, 2);
+    unsigned long long idle_since = mki_os_now_ns();
     for (;;) {
+        unsigned long long collect_at = collect_if_due();
+        if (collect_at) {
+            if (!atomic_load(&scheduled) || sched_ns + delay_ns() > collect_at) {
+                wait_until(collect_at);
+                continue;
+            }
+        } else if (last_collect_ns >= idle_since) {
+            idle_since = last_collect_ns;
+        }
         if (!atomic_load(&scheduled)) {
-            pthread_cond_wait(&purge_cond, &purge_lock);
+            unsigned long long quit = idle_since + PURGE_THREAD_IDLE_NS;
+            if (mki_os_now_ns() >= quit && !atomic_load(&collect_wanted))
+                break;
+            wait_until(quit);
             continue;
         }
         unsigned long long due = sched_ns + delay_ns();
         if (mki_os_now_ns() < due) {
-            struct timespec ts = {(time_t)(due / 1000000000ull),
-                                  (long)(due % 1000000000ull)};
-            pthread_cond_timedwait(&purge_cond, &purge_lock, &ts);
+            wait_until(due);
             continue; /* (the delay may have changed meanwhile) */
         }
         /* a free noted while the pass runs found a pass scheduled and
@@ -134,6 +185,7 @@ static void *purge_main(void *arg)
         int again = policy_active() && run_pass(0, NULL, &next_due);
         mki_lock(&purge_lock);
         unsigned long long now = mki_os_now_ns(), d = delay_ns();
+        idle_since = now;
         if (again) {
             /* the next pass when the memory left becomes due (memory freed
              * in a burst goes back one delay after the burst, not two),
@@ -157,6 +209,10 @@ static void *purge_main(void *arg)
             }
         }
     }
+    /* nothing scheduled, nothing wanted, under the lock: a note from now
+     * on finds no thread and wants one (mki_purge_note) */
+    atomic_store(&thread_state, 0);
+    mki_unlock(&purge_lock);
     return NULL;
 }
 
@@ -189,15 +245,10 @@ static void start_thread(void)
         mk_ctx_switch(prev);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
-    if (r != 0) {
+    if (r != 0)
         atomic_store(&thread_state, 3); /* none, and never again */
-        return;
-    }
-    pthread_setname_np(t, "memkit-purge");
-    atomic_store(&thread_state, 2);
-    mki_lock(&purge_lock);
-    pthread_cond_signal(&purge_cond); /* a pass may be due already */
-    mki_unlock(&purge_lock);
+    /* (the thread says it runs, state 2, and looks at what is due first:
+     * it may even have exited by now, state 0) */
 }
 
 /* Set when a thread should be started at the next safe point: the
@@ -271,6 +322,25 @@ void mki_purge_note(void)
     mki_unlock(&purge_lock);
 }
 
+void mki_purge_set_collect(void (*fn)(int)) { collect_hook = fn; }
+
+int mki_purge_collect(void)
+{
+    int ts = atomic_load(&thread_state);
+    if (ts == 0 && mki_option(MKI_OPT_PURGE_THREAD) && policy_active())
+        atomic_store_explicit(&mki_purge_want, 1, memory_order_relaxed);
+    if (ts != 1 && ts != 2)
+        return 0; /* no thread: the next thread exit or mk_trim collects */
+    if (atomic_load_explicit(&collect_wanted, memory_order_relaxed) ||
+        atomic_exchange(&collect_wanted, 1))
+        return 1; /* wanted already */
+    pthread_once(&cond_once, cond_init);
+    mki_lock(&purge_lock);
+    pthread_cond_signal(&purge_cond);
+    mki_unlock(&purge_lock);
+    return 1;
+}
+
 void mki_purge_options_changed(void)
 {
     /* memory freed while the policy was off counts as free since then:
@@ -309,6 +379,8 @@ void mki_purge_fork(int phase)
             atomic_store(&thread_state, FORK_CHILD_STATE);
         atomic_store(&mki_purge_want, 0);
         atomic_store(&scheduled, 0);
+        atomic_store(&collect_wanted, 0);
+        last_collect_ns = 0;
     }
 }
 
@@ -322,7 +394,8 @@ void mki_purge_figures(size_t *bytes, size_t *npasses)
 
 size_t mk_trim(void)
 {
-    mki_heap_sweep_orphans(-1);
+    if (collect_hook)
+        collect_hook(1); /* heaps of exited threads (heap.c) */
     size_t bytes = 0, more = 0;
     run_pass(1, &bytes, NULL);
     /* purging free pages may have emptied segments: they go too */

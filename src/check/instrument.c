@@ -268,10 +268,14 @@ void mki_instr_free(mki_page *pg, void *p)
         VALGRIND_MEMPOOL_FREE(ctx, p);
 #endif
     mki_mem_noaccess(p, usable);
-    if (mki_ctx_owner(ctx) != mki_tid())
+    uintptr_t owner = mki_ctx_owner(ctx);
+    if (owner != mki_tid()) {
         mki_chunk_remote_push(ctx, p);
-    else
+        if (owner == 0) /* no thread will collect it (chunk.c) */
+            mki_purge_collect();
+    } else {
         ops->free(pg, p);
+    }
 }
 
 void *mki_instr_realloc(mki_page *pg, void *p, size_t size)

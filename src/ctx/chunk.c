@@ -206,11 +206,14 @@ MKI_NOINLINE void mki_chunk_free_slow(mki_page *pg, void *p)
     }
     if (ops->no_free)
         return;
-    if (mki_ctx_owner(ctx) != mki_tid()) {
+    uintptr_t owner = mki_ctx_owner(ctx);
+    if (owner != mki_tid()) {
         if (ctx->kind == MK_GENERAL && pg->kind == MKI_PAGE_SMALL)
             mki_general_free_remote(pg, p); /* the page's own list */
         else
             mki_chunk_remote_push(ctx, p);
+        if (owner == 0) /* no thread will collect it: have it collected */
+            mki_purge_collect();
         return;
     }
     if (ctx->fast_kind == MK_GENERATION && pg->kind == MKI_PAGE_BLOCK) {

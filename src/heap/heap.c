@@ -62,12 +62,29 @@ _Thread_local mki_general *mki_tls_fast TLS_IE = &mki_heap_boot;
 static _Thread_local mk_ctx *tls_current TLS_IE; /* NULL: the heap */
 static _Thread_local mk_ctx *tls_heap TLS_IE;
 static _Thread_local int tls_busy TLS_IE; /* setting up the heap */
+static _Thread_local int tls_exited TLS_IE; /* heap_exit ran: the thread is
+                                                in its last destructors */
 
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static pthread_key_t heap_key;
 static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 static mk_ctx *orphans; /* linked through next_sibling (heaps are top-level) */
+
+/* A heap attached after the thread's heap destructor ran (a malloc in a
+ * later destructor: glibc runs pthread key destructors in up to four
+ * rounds, in key order, and C11 tss_t is a key): glibc may call the
+ * destructor again, or may not (the last round).  Such a *late* heap is
+ * listed with a token of its thread (os.h); a sweep that finds the thread
+ * gone makes the heap an orphan, so it goes back (or is adopted) as any
+ * exited thread's heap does. */
+typedef struct late_heap {
+    mk_ctx *heap;
+    long token;
+    struct late_heap *next;
+} late_heap;
+static late_heap *lates; /* heap_lock */
+static _Thread_local late_heap *tls_late TLS_IE;
 
 enum { SWEEP_AT_EXIT = 8 };
 
@@ -119,51 +136,90 @@ static int holds_anything(mk_ctx *h)
     return h->first_child != NULL || st.chunks != 0;
 }
 
-/* Take in the frees of up to @max orphans (all: -1); delete those that
- * emptied. */
-void mki_heap_sweep_orphans(int max)
+/* Late heaps whose thread is gone become orphans (heap_lock held); up to
+ * @max are looked at (-1: all).  Returns the list entries to free. */
+static late_heap *lates_gone(int max)
 {
-    mk_ctx *taken = NULL;
+    late_heap *done = NULL, **at = &lates;
+    for (int i = 0; *at && (max < 0 || i < max); i++) {
+        late_heap *e = *at;
+        if (!mki_os_thread_gone(e->token)) {
+            at = &e->next;
+            continue;
+        }
+        *at = e->next;
+        mki_ctx_set_owner_tid(e->heap, 0); /* every free into it is remote */
+        orphan_push(e->heap);
+        e->next = done;
+        done = e;
+    }
+    return done;
+}
+
+/* Milliseconds of the monotonic clock (differences are what count). */
+static uint32_t now_ms(void) { return (uint32_t)(mki_os_now_ns() / 1000000u); }
+
+/* When a thread last attached a heap (ms; heap_lock). */
+static uint32_t last_attach_ms;
+
+/* Keep an orphan that holds nothing for the next thread to adopt (its
+ * pages are laid out and warm: under thread churn, adopting it costs no
+ * page, and deleting it would cost a new heap and its pages), or delete
+ * it: when no thread has attached a heap for a quarter of the purge delay
+ * (threads have stopped coming: the memory goes back at the pace of the
+ * purge policy), when @force (mk_trim), or when no later collect will
+ * come to delete it (no background thread).  Returns 1 to keep it.
+ * heap_lock held. */
+static int keep_empty(int force)
+{
+    long delay = mki_option(MKI_OPT_PURGE_DELAY_MS);
+    if (force || delay < 0 || now_ms() - last_attach_ms >= (uint32_t)delay / 4 ||
+        !mki_purge_collect())
+        return 0;
+    return 1;
+}
+
+/* Take in the frees of up to @max orphans (all: -1), under the lock (a
+ * thread that attaches meanwhile waits and then adopts one, rather than
+ * find the list empty and make a new heap); delete those that have stayed
+ * empty (keep_empty).  Late heaps whose thread is gone join them first. */
+static void sweep_orphans(int max, int force)
+{
     mki_lock(&heap_lock);
+    late_heap *gone = lates ? lates_gone(max) : NULL;
+    mk_ctx *keep = NULL, **tail = &keep;
     for (int i = 0; (max < 0 || i < max) && orphans; i++) {
         mk_ctx *h = orphan_pop();
-        h->next_sibling = taken;
-        taken = h;
-    }
-    mki_unlock(&heap_lock);
-    mk_ctx *keep = NULL, *last = NULL;
-    while (taken) {
-        mk_ctx *h = taken;
-        taken = h->next_sibling;
-        h->next_sibling = NULL;
-        if (holds_anything(h)) {
-            h->next_sibling = keep;
-            keep = h;
-            if (!last)
-                last = h;
-        } else {
+        if (!holds_anything(h) && !keep_empty(force)) {
             mk_ctx_delete(h);
+            continue;
         }
+        *tail = h;
+        tail = &h->next_sibling;
     }
-    if (keep) {
-        mki_lock(&heap_lock);
-        last->next_sibling = orphans;
-        orphans = keep;
-        mki_unlock(&heap_lock);
+    *tail = orphans; /* the swept ones first, in their order */
+    orphans = keep;
+    mki_unlock(&heap_lock);
+    while (gone) {
+        late_heap *next = gone->next;
+        mki_meta_free(gone, sizeof *gone);
+        gone = next;
     }
 }
 
-/* The calling thread is done with its heap @h: delete it if it holds
- * nothing, else make it an orphan. */
+void mki_heap_sweep_orphans(int max) { sweep_orphans(max, 0); }
+
+/* The calling thread is done with its heap @h: it becomes an orphan (owner
+ * 0: every free into it is remote), for another thread to adopt, or is
+ * deleted if it holds nothing and may not be kept (keep_empty). */
 static void heap_release(mk_ctx *h)
 {
-    if (!holds_anything(h)) {
-        mk_ctx_delete(h);
-        return;
-    }
-    mki_ctx_set_owner_tid(h, 0); /* every free into it is now remote */
+    mki_ctx_set_owner_tid(h, 0);
     mki_lock(&heap_lock);
-    orphan_push(h);
+    if (holds_anything(h) || keep_empty(0))
+        orphan_push(h);
+    else
+        mk_ctx_delete(h);
     mki_unlock(&heap_lock);
 }
 
@@ -171,6 +227,19 @@ static void heap_release(mk_ctx *h)
 static void heap_exit(void *arg)
 {
     mk_ctx *h = arg;
+    tls_exited = 1;
+    late_heap *e = tls_late;
+    if (e && e->heap == h) { /* a late heap, released in time after all */
+        tls_late = NULL;
+        mki_lock(&heap_lock);
+        for (late_heap **at = &lates; *at; at = &(*at)->next)
+            if (*at == e) {
+                *at = e->next;
+                break;
+            }
+        mki_unlock(&heap_lock);
+        mki_meta_free(e, sizeof *e);
+    }
     if (tls_heap == h)
         tls_heap = NULL;
     tls_current = NULL;
@@ -207,6 +276,10 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     mki_os_forking = 0;
+    /* the late heaps are other threads' (they may have been in the middle
+     * of an allocation): left as they are, as their other heaps are */
+    lates = NULL;
+    tls_late = NULL;
     mki_meta_fork(2);
     mki_segment_fork(2);
     mki_huge_fork(2);
@@ -235,7 +308,32 @@ __attribute__((constructor)) static void fork_at_load(void)
     pthread_once(&fork_once, fork_init);
 }
 
+/* What the purge thread runs when chunks were freed into heaps of exited
+ * threads, or heaps emptied (mki_purge_collect): take them in, and give
+ * back the heaps that have stayed empty, without waiting for another
+ * thread to exit; mk_trim gives back every empty one (@force). */
+static void collect_orphans(int force) { sweep_orphans(-1, force); }
+
+__attribute__((constructor)) static void bind_collect(void)
+{
+    mki_purge_set_collect(collect_orphans);
+}
+
 /* ---- the heap ------------------------------------------------------------------ */
+
+static void late_attach(mk_ctx *h)
+{
+    late_heap *e = mki_meta_alloc(sizeof *e);
+    if (!e)
+        return; /* (the heap goes back only if a destructor round comes) */
+    e->heap = h;
+    e->token = mki_os_thread_token();
+    mki_lock(&heap_lock);
+    e->next = lates;
+    lates = e;
+    mki_unlock(&heap_lock);
+    tls_late = e;
+}
 
 /* The calling thread's heap: adopt an orphan or create one.  NULL (errno
  * ENOMEM) when memory is exhausted or when called again from inside its
@@ -250,6 +348,7 @@ static MKI_NOINLINE mk_ctx *heap_attach(void)
     pthread_once(&key_once, key_init);
     mki_lock(&heap_lock);
     mk_ctx *h = orphan_pop();
+    last_attach_ms = now_ms();
     mki_unlock(&heap_lock);
     if (h)
         mki_ctx_set_owner_tid(h, mki_tid());
@@ -258,6 +357,8 @@ static MKI_NOINLINE mk_ctx *heap_attach(void)
     if (h) {
         tls_heap = h;
         update_fast();
+        if (tls_exited) /* a destructor after ours: listed until it runs */
+            late_attach(h); /* again, or the thread is found gone */
         pthread_setspecific(heap_key, h); /* may allocate: the heap is set */
     }
     tls_busy = 0;

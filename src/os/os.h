@@ -129,6 +129,16 @@ static inline __attribute__((always_inline)) int mki_trylock(pthread_mutex_t *m)
     return mki_os_forking ? -1 : pthread_mutex_trylock(m);
 }
 
+/*
+ * A token for the calling thread that outlives it (its kernel thread id),
+ * and whether the thread a token names has certainly exited: 1 only when
+ * the kernel has no such thread in this process any more (a token reused
+ * by a later thread reads as alive: the answer may come late, never
+ * early).  Where the system cannot tell, never 1.  errno is kept.
+ */
+long mki_os_thread_token(void);
+int mki_os_thread_gone(long token);
+
 /* Make [p, p+size) (OS-page aligned, inside a reservation) a guard: any
  * access faults.  0, or -1 (nothing changed).  The reservation's release
  * gives it back with the rest. */

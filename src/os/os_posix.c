@@ -18,7 +18,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifndef MAP_NORESERVE
 #define MAP_NORESERVE 0
@@ -202,6 +204,32 @@ uintptr_t mki_os_self_assign(void)
     uintptr_t id = atomic_fetch_add_explicit(&next_self, 1, memory_order_relaxed);
     mki_os_self = id;
     return id;
+}
+
+long mki_os_thread_token(void)
+{
+#if defined(__linux__) && defined(SYS_gettid)
+    return (long)syscall(SYS_gettid);
+#else
+    return 0;
+#endif
+}
+
+int mki_os_thread_gone(long token)
+{
+#if defined(__linux__) && defined(SYS_tgkill)
+    if (token <= 0)
+        return 0;
+    int saved = errno;
+    /* signal 0: no signal is sent, the kernel only looks the thread up */
+    int gone = syscall(SYS_tgkill, (long)getpid(), token, 0) != 0 &&
+               errno == ESRCH;
+    errno = saved;
+    return gone;
+#else
+    (void)token;
+    return 0;
+#endif
 }
 
 unsigned long long mki_os_now_ns(void)
