@@ -25,10 +25,16 @@
  * malloc, which may be memkit's), so it is started from the allocation slow
  * path, before it touches anything (mki_purge_safe_point), never from a
  * free or under a lock.  It blocks every signal (a program's handler must
- * not run on it), sleeps on a condition variable when nothing is due, and
- * is started again in a forked child once that child frees pages or grows.
- * Without it (option purge_thread 0, or pthread_create failing) passes run
- * on the slow paths that free pages, once due.
+ * not run on it), sleeps on a condition variable when nothing is due,
+ * exits after PURGE_THREAD_IDLE_NS with nothing to do (a quiet program is
+ * single-threaded again: unshare(CLONE_NEWUSER) refuses a multi-threaded
+ * caller) and is started again at the next safe point that finds work, in
+ * a forked child too once that child frees pages or grows.  It also runs
+ * the collect hook (heap.c's: chunks freed into heaps of exited threads)
+ * when one is wanted, at most every quarter of a delay, which also wants
+ * a thread for a process below PURGE_THREAD_AT.  Without it (option
+ * purge_thread 0, or pthread_create failing) passes run on the slow paths
+ * that free pages, once due, and collects at thread exits and mk_trim.
  */
 #include "internal.h"
 
@@ -153,6 +159,7 @@ static void *purge_main(void *arg)
     pthread_setname_np(pthread_self(), "memkit-purge");
     mki_lock(&purge_lock);
     atomic_store(&thread_state, 2);
+    pthread_cond_broadcast(&purge_cond); /* the starter waits for it */
     unsigned long long idle_since = mki_os_now_ns();
     for (;;) {
         unsigned long long collect_at = collect_if_due();
@@ -245,10 +252,17 @@ static void start_thread(void)
         mk_ctx_switch(prev);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
-    if (r != 0)
+    if (r != 0) {
         atomic_store(&thread_state, 3); /* none, and never again */
-    /* (the thread says it runs, state 2, and looks at what is due first:
-     * it may even have exited by now, state 0) */
+        return;
+    }
+    /* wait until it runs (it names itself, says so with state 2, and
+     * looks at what is due first), so that the thread exists when this
+     * returns */
+    mki_lock(&purge_lock);
+    while (atomic_load(&thread_state) == 1)
+        pthread_cond_wait(&purge_cond, &purge_lock);
+    mki_unlock(&purge_lock);
 }
 
 /* Set when a thread should be started at the next safe point: the

@@ -262,9 +262,10 @@ static void shuffle(mki_page *pg)
     pg->extend = pg->end;
 }
 
-static mki_page *page_new(mki_general *g, unsigned c)
+/* A page for class @c, whose last page (of @after units, 0: none) ran out. */
+static mki_page *page_new(mki_general *g, unsigned c, uint32_t after)
 {
-    uint32_t units = mki_class_page_units(c, g->page_bytes);
+    uint32_t units = mki_class_page_units(c, after, g->page_bytes);
     mki_page *pg = take_spare(g, c, units);
     if (pg) {
         if (mki_secure >= 2 && pg->extend == pg->start && !pg->free)
@@ -306,13 +307,16 @@ static void *class_alloc(mki_general *g, unsigned c)
     mki_page *pg = *slot;
     if (MKI_LIKELY(mki_page_has_chunk(pg)) || take_remote(pg))
         return mki_page_take(pg);
+    uint32_t after = pg->units; /* (mki_page_empty: 0) */
     mki_ctx_collect(&g->base);
     while ((pg = *slot) != &mki_page_empty) {
         if (mki_page_has_chunk(pg) || take_remote(pg))
             return mki_page_take(pg);
+        if (pg->units > after)
+            after = pg->units;
         retire_full(g, slot, pg); /* on failure the loop takes the frees */
     }
-    pg = page_new(g, c);
+    pg = page_new(g, c, after);
     if (!pg)
         return NULL;
     make_current(g, slot, pg);

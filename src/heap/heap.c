@@ -27,7 +27,15 @@
  * newest orphan (its pages and its pending frees become that thread's), so
  * thread churn neither leaks nor grows memory; and every exiting thread
  * first sweeps a few orphans (takes in their remote frees, deletes the ones
- * that emptied), so orphans also go back when no new thread comes.
+ * that emptied), and a free into an orphan has the purge thread sweep them
+ * all soon (mki_purge_collect, this file's collect_orphans), so orphans
+ * also go back when no new thread comes.  An orphan found empty is kept
+ * for the next thread while threads keep attaching (thread churn then
+ * reuses a few heaps and their pages instead of making and deleting one
+ * per thread), and deleted once none has attached for a quarter of the
+ * purge delay.  A heap attached by a thread in its last destructors (after
+ * this file's own) is listed as *late*, and orphaned once its thread is
+ * found gone.
  *
  * fork(): the forking thread takes every global lock of the library before
  * the fork (heap list, page pool, bookkeeping) and both processes release
@@ -170,13 +178,15 @@ static uint32_t last_attach_ms;
  * purge policy), when @force (mk_trim), or when no later collect will
  * come to delete it (no background thread).  Returns 1 to keep it.
  * heap_lock held. */
-static int keep_empty(int force)
+static int threads_coming(void)
 {
     long delay = mki_option(MKI_OPT_PURGE_DELAY_MS);
-    if (force || delay < 0 || now_ms() - last_attach_ms >= (uint32_t)delay / 4 ||
-        !mki_purge_collect())
-        return 0;
-    return 1;
+    return delay >= 0 && now_ms() - last_attach_ms < (uint32_t)delay / 4;
+}
+
+static int keep_empty(int force)
+{
+    return !force && threads_coming() && mki_purge_collect();
 }
 
 /* Take in the frees of up to @max orphans (all: -1), under the lock (a

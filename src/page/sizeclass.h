@@ -46,9 +46,9 @@ MKI_INLINE unsigned mki_class_of(size_t n)
     return 5u + (k - 6u) * 4u + (unsigned)((m >> (k - 2u)) & 3u);
 }
 
-/* Units (a power of two) of the next page for class @cls in a context that
- * already holds @held bytes of small pages. */
-uint32_t mki_class_page_units(unsigned cls, size_t held);
+/* Units (a power of two) of a context's next page for class @cls, after
+ * its page of @after units ran out (0: its first page of the class). */
+uint32_t mki_class_page_units(unsigned cls, uint32_t after, size_t held);
 
 #pragma GCC visibility pop
 

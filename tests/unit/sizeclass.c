@@ -8,8 +8,8 @@
  * smallest class that is a multiple of 16, and mki_class_malloc_size asks
  * 17..24 bytes as 32; the worst-case internal waste is
  * below 20% above 64 bytes; mki_class_page_units gives a power of two of
- * units that holds at least one chunk, at most 64, growing with the
- * context.
+ * units that holds at least one chunk, at most 64, doubling from a class's
+ * first page (8 chunks).
  */
 #include "harness.h"
 
@@ -118,23 +118,38 @@ static int is_pow2(uint32_t x) { return x && !(x & (x - 1)); }
 static void test_page_units(void)
 {
     for (unsigned c = 0; c < MKI_NCLASS; c++) {
-        uint32_t prev = 0;
-        for (size_t held = 0; held <= ((size_t)64 << 20); held = held * 2 + 4096) {
-            uint32_t u = mki_class_page_units(c, held);
+        /* a class's pages double from its first, which holds 8 chunks
+         * when 64 KiB can (at least one unit), up to 64 KiB */
+        uint32_t first = mki_class_page_units(c, 0, 0), prev = 0, u = first;
+        size_t chunk = mki_class_size[c];
+        th_checks++;
+        if ((size_t)first * MKI_UNIT < (chunk * 8 < MKI_PAGE_MAX ? chunk * 8 : chunk) ||
+            (first > 1 && (size_t)first * MKI_UNIT / 2 >= chunk * 8 &&
+             chunk * 8 <= MKI_PAGE_MAX))
+            th_fail(__FILE__, __LINE__, "class %u (%zu B): first page %u units",
+                    c, chunk, first);
+        for (int k = 0; k < 10; k++) {
             th_checks++;
             if (!is_pow2(u) || u > MKI_PAGE_MAX_UNITS ||
-                (size_t)u * MKI_UNIT < mki_class_size[c] || u < prev)
-                th_fail(__FILE__, __LINE__,
-                        "class %u (%u B), held %zu: %u units (before %u)", c,
-                        mki_class_size[c], held, u, prev);
+                (size_t)u * MKI_UNIT < chunk || u < prev ||
+                (prev && u != (2 * prev < MKI_PAGE_MAX_UNITS ? 2 * prev : MKI_PAGE_MAX_UNITS) &&
+                 (size_t)u * MKI_UNIT > chunk * 8))
+                th_fail(__FILE__, __LINE__, "class %u (%zu B): after %u units, %u",
+                        c, chunk, prev, u);
             prev = u;
+            u = mki_class_page_units(c, u, 0);
         }
-        /* a busy context gets the biggest pages */
-        CHECK_EQ(mki_class_page_units(c, (size_t)1 << 30), MKI_PAGE_MAX_UNITS);
+        /* a class in heavy use gets the biggest pages */
+        CHECK_EQ(prev, MKI_PAGE_MAX_UNITS);
     }
-    /* a fresh context's first page of a small class is one unit */
-    CHECK_EQ(mki_class_page_units(0, 0), 1u);
-    CHECK_EQ(mki_class_page_units(mki_class_of(64), 0), 1u);
+    /* a context's first page of a small class is one unit */
+    CHECK_EQ(mki_class_page_units(0, 0, 0), 1u);
+    CHECK_EQ(mki_class_page_units(mki_class_of(64), 0, 0), 1u);
+    CHECK_EQ(mki_class_page_units(mki_class_of(64), 1, 0), 2u);
+    /* a page is at least a 64th of the small pages the context holds */
+    CHECK_EQ(mki_class_page_units(mki_class_of(64), 0, 1 << 20), 16u);
+    for (unsigned c = 0; c < MKI_NCLASS; c++)
+        CHECK_EQ(mki_class_page_units(c, 0, (size_t)4 << 20), MKI_PAGE_MAX_UNITS);
 }
 
 int main(void)
