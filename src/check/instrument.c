@@ -39,7 +39,9 @@ static pthread_once_t annotate_once = PTHREAD_ONCE_INIT;
 #if MKI_VALGRIND
 /* Memcheck searches mempool chunks for leaks only when some malloc block is
  * live at exit ("All heap blocks were freed -- no leaks are possible"
- * otherwise); this one block, still reachable, keeps the search on. */
+ * otherwise); this one block, still reachable, keeps the search on.  It is
+ * an OS page described to Memcheck as a malloc'ed block, not a malloc
+ * call: in the drop-in, malloc is memkit's own, and this runs inside it. */
 static void *volatile valgrind_anchor; /* volatile: never optimised out */
 #endif
 
@@ -49,8 +51,13 @@ static void annotate_init_once(void)
     mki_options_init();
     mki_valgrind_on =
         RUNNING_ON_VALGRIND && mki_option(MKI_OPT_VALGRIND) ? 1 : 0;
-    if (mki_valgrind_on)
-        valgrind_anchor = malloc(1);
+    if (mki_valgrind_on) {
+        void *p = mki_os_reserve(MKI_OS_PAGE, MKI_OS_PAGE);
+        if (p && mki_os_commit(p, MKI_OS_PAGE) == 0) {
+            VALGRIND_MALLOCLIKE_BLOCK(p, 1, 0, 0);
+            valgrind_anchor = p;
+        }
+    }
 #endif
 }
 
