@@ -16,6 +16,7 @@
 # usage: compare.sh [options] LIB [--] COMMAND [ARG...]
 #   --need PROG         skip (exit 77) unless PROG is installed
 #   --need-perl-module M  skip (exit 77) unless perl can load module M
+#   --need-cmd CMD      skip (exit 77) unless the shell command CMD succeeds
 #   --no-stderr         stderr is not deterministic: do not compare it
 #   --status N          the exit status both runs must have (default 0)
 #   --symbol SYM        also require SYM (say _Znwm, operator new) bound to
@@ -43,6 +44,12 @@ while [ $# -gt 0 ]; do
         fi
         if ! perl -M"$2" -e 1 >/dev/null 2>&1; then
             echo "SKIP: perl module $2 is not installed"
+            exit 77
+        fi
+        shift 2 ;;
+    --need-cmd)
+        if ! sh -c "$2" >/dev/null 2>&1; then
+            echo "SKIP: this needs what \`$2' checks for, and it failed"
             exit 77
         fi
         shift 2 ;;
