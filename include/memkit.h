@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -430,7 +431,19 @@ typedef struct mk_pool_front {
                        and sanitizer builds) sends every call out of line */
     uintptr_t lo;   /* address range of the objects the front may take */
     uintptr_t span;
+    uintptr_t key;  /* a freed object's second word */
+    uint32_t magic, limit; /* (uint32)((obj - lo) * magic) < limit: obj
+                              starts an object the pool has handed out */
 } mk_pool_front;
+
+/* The second word of an object (memcpy: the object's own type is the
+ * program's, and these accesses must not be reordered across its). */
+static inline uintptr_t mk_pool_word1_(const void *obj)
+{
+    uintptr_t w;
+    memcpy(&w, (const char *)obj + sizeof(void *), sizeof w);
+    return w;
+}
 
 /** As mk_pool_alloc(), inline for the common case. */
 static inline void *mk_pool_get(mk_pool *pool)
@@ -438,21 +451,26 @@ static inline void *mk_pool_get(mk_pool *pool)
     mk_pool_front *f = (mk_pool_front *)(void *)pool;
     void *obj = f->head;
     if (obj) {
-        f->head = *(void **)obj;
+        uintptr_t live = 0;
+        memcpy(&f->head, obj, sizeof(void *));
+        memcpy((char *)obj + sizeof(void *), &live, sizeof live);
         f->count--;
         return obj;
     }
     return mk_pool_alloc(pool);
 }
 
-/** As mk_pool_free(), inline for the common case (an object freed twice
- * in a row is left to mk_pool_free, which reports it). */
+/** As mk_pool_free(), inline for the common case.  An object that is not
+ * one the pool handed out, or that was freed already, is left to
+ * mk_pool_free, which reports it. */
 static inline void mk_pool_put(mk_pool *pool, void *obj)
 {
     mk_pool_front *f = (mk_pool_front *)(void *)pool;
-    if ((uintptr_t)obj - f->lo < f->span && f->count < f->room &&
-        obj != f->head) {
-        *(void **)obj = f->head;
+    uintptr_t off = (uintptr_t)obj - f->lo, key = f->key;
+    if (off < f->span && (uint32_t)((uint32_t)off * f->magic) < f->limit &&
+        f->count < f->room && mk_pool_word1_(obj) != key) {
+        memcpy(obj, &f->head, sizeof(void *));
+        memcpy((char *)obj + sizeof(void *), &key, sizeof key);
         f->head = obj;
         f->count++;
         return;

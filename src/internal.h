@@ -165,6 +165,9 @@ void mki_heap_ctx_deleted(mk_ctx *c);
 /* Are the first @n bytes of chunk @p known to be zero (memory fresh from
  * the OS, which calloc and mk_alloc_zero need not clear)? */
 int mki_chunk_is_zero(const void *p, size_t n);
+/* The context of live chunk @p, validated as mk_ctx_of validates it but
+ * reported under the name of function @fn (realloc); NULL if reported. */
+mk_ctx *mki_chunk_ctx(const void *p, const char *fn);
 /* Queue chunk @p, freed by a thread that does not own @ctx, for the owner. */
 void mki_chunk_remote_push(mk_ctx *ctx, void *p);
 
@@ -224,6 +227,12 @@ void mki_error_leak(const char *noun, const char *name, const char *things,
  * double free of P (context NAME)".  Abort as mki_error_report does. */
 void mki_error_invalid(const char *fn, const void *p);
 void mki_error_double_free(const void *p, const mk_ctx *ctx);
+/* "memkit: FN(): invalid pointer P (not the start of a chunk of context
+ * NAME)", or with @freed "(a freed chunk of context NAME)": an address in
+ * memkit's memory that is no live chunk's start (realloc of a freed chunk,
+ * free of an interior pointer). */
+void mki_error_invalid_in(const char *fn, const void *p, const mk_ctx *ctx,
+                          int freed);
 /* Report a chunk freed into the wrong pool. */
 void mki_error_wrong_pool(const void *p, const char *owner_noun,
                           const char *owner, const char *named);

@@ -37,6 +37,7 @@ static const char *const secure_words[] = {"off", "on", "guard", NULL};
 
 unsigned char mki_secure; /* MKI_OPT_SECURE, fixed at start (a byte: one compare on the free path) */
 uintptr_t mki_link_key;  /* the secret of encoded links (annotate.h) */
+uintptr_t mki_free_key;  /* the secret of double-free keys (page.h) */
 
 static const option_def defs[MKI_OPT_COUNT] = {
     /* How long a segment stays empty before it goes back to the OS:
@@ -130,16 +131,17 @@ static void read_environment(void)
     /* secure mode is decided here, before any context exists, and never
      * changes: links written one way must be read the same way */
     mki_secure = (unsigned char)atomic_load(&mki_options[MKI_OPT_SECURE]);
-    if (mki_secure || MK_CONFIG_CHECK) { /* (both encode links) */
-        uintptr_t key = (uintptr_t)&mki_link_key; /* ASLR bits at least */
-        const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
-        if (r) {
-            uintptr_t k;
-            memcpy(&k, r, sizeof k);
-            key ^= k;
-        }
-        mki_link_key = key | 1; /* never 0 */
-    }
+    /* the secrets: the kernel's 16 random bytes of this process (AT_RANDOM),
+     * mixed with ASLR bits (addresses of a global and a stack variable) */
+    uintptr_t r[2] = {0, 0};
+    const unsigned char *rnd = (const unsigned char *)getauxval(AT_RANDOM);
+    if (rnd)
+        memcpy(r, rnd, sizeof r);
+    uintptr_t aslr = (uintptr_t)&mki_link_key * 0x9E3779B97F4A7C15ull ^
+                     (uintptr_t)r * 0xBF58476D1CE4E5B9ull;
+    mki_free_key = (r[1] ^ aslr ^ (aslr >> 29)) | 1; /* never 0 */
+    if (mki_secure || MK_CONFIG_CHECK) /* (both encode links) */
+        mki_link_key = (r[0] ^ (uintptr_t)&mki_link_key) | 1;
     if (atomic_load(&mki_options[MKI_OPT_VERBOSE]))
         print_options();
 }

@@ -38,6 +38,7 @@
  * misses the one-entry cache each time (a mutex and a short walk); a
  * thread's first use of a thread-safe pool takes the shard lock once.
  */
+#include "ctx/general.h"
 #include "ctx/slab.h"
 
 #include <errno.h>
@@ -161,6 +162,7 @@ mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
     if (!(flags & MK_POOL_THREADSAFE) && pool->root->fast_kind == MK_SLAB) {
         pool->fast = (mki_slab *)pool->root;
         pool->front.room = FRONT_ROOM;
+        pool->front.key = mki_free_key; /* (page.h: the double-free key) */
         pool->fast->front = &pool->front; /* the slab keeps its range */
     }
     pthread_mutex_init(&pool->lock, NULL);
@@ -231,6 +233,7 @@ void *mk_pool_alloc(mk_pool *pool)
     void *obj = pool->front.head;
     if (obj) {
         pool->front.head = *(void **)obj;
+        mki_chunk_set_live(obj);
         pool->front.count--;
         return obj;
     }
@@ -239,53 +242,77 @@ void *mk_pool_alloc(mk_pool *pool)
     return alloc_slow(pool);
 }
 
+/* Everything but an object of the plain pool's own page: thread-safe and
+ * instrumented pools, secure mode, objects of other pages, and whatever
+ * is no object of a slab (reported, as mk_free reports it). */
 static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
 {
-    if (!MK_CONFIG_CHECK && mki_secure && !mki_segment_known(obj)) {
-        mki_error_invalid("mk_pool_free", obj);
+    mki_page *pg = MK_CONFIG_CHECK ? mki_check_pointer(obj)
+                                   : mki_page_find(obj);
+    if (!pg) {
+        if (!MK_CONFIG_CHECK)
+            mki_error_invalid("mk_pool_free", obj);
         return;
     }
-    mki_page *pg = MK_CONFIG_CHECK ? mki_check_pointer(obj)
-                                   : mki_page_of(obj);
-    if (!pg)
-        return;
     mk_ctx *c = pg->ctx;
+    if (!MK_CONFIG_CHECK && (pg->kind != MKI_PAGE_SMALL || !c ||
+                             c->kind != MK_SLAB)) {
+        mki_chunk_free_slow(pg, obj); /* mk_free's rules, and reports */
+        return;
+    }
     const mk_pool *owner = c->kind == MK_SLAB ? ((mki_slab *)c)->pool : NULL;
     if (MK_CONFIG_CHECK && owner != pool) {
         mki_error_wrong_pool(obj, owner ? "pool" : "context",
                              owner ? owner->name : c->name, pool->name);
         return;
     }
-    if (c->fast_kind == MKI_KIND_SLOW)
+    if (c->fast_kind == MKI_KIND_SLOW) {
         mki_instr_free(pg, obj);
-    else if ((pool->flags & MK_POOL_THREADSAFE) &&
-             mki_ctx_owner(c) != mki_tid())
+        return;
+    }
+    if ((pool->flags & MK_POOL_THREADSAFE) && mki_ctx_owner(c) != mki_tid()) {
+        if (!mki_page_is_chunk_exact(pg, obj) || mki_chunk_freed(obj)) {
+            mki_slab_free_checked(pg, obj); /* reports */
+            return;
+        }
+        mki_chunk_set_freed(obj); /* before it is on the remote list */
         mki_chunk_remote_push(c, obj);
-    else if (c->fast_kind != MK_SLAB) /* secure mode: encoded links */
-        mki_slab_free_chunk(pg, obj);
-    else
+    } else if (c->fast_kind != MK_SLAB) { /* secure mode: encoded links */
+        mki_slab_free_checked(pg, obj);
+    } else {
         mki_slab_free_fast((mki_slab *)c, pg, obj);
+    }
 }
 
 void mk_pool_free(mk_pool *pool, void *obj)
 {
-    if (MKI_UNLIKELY(obj != NULL && obj == pool->front.head)) {
-        mki_error_double_free(obj, pool->root); /* freed twice in a row */
+    mk_pool_front *f = &pool->front;
+    uintptr_t off = (uintptr_t)obj - f->lo;
+    if (off < f->span && (uint32_t)off * f->magic < f->limit &&
+        f->count < f->room) {
+        if (MKI_UNLIKELY(mki_chunk_freed(obj))) {
+            mki_error_double_free(obj, pool->root);
+            return;
+        }
+        *(void **)obj = f->head;
+        mki_chunk_set_freed(obj);
+        f->head = obj;
+        f->count++;
         return;
     }
-    if ((uintptr_t)obj - pool->front.lo < pool->front.span &&
-        pool->front.count < pool->front.room) {
-        *(void **)obj = pool->front.head;
-        pool->front.head = obj;
-        pool->front.count++;
+    if (MKI_UNLIKELY(!obj))
         return;
+    /* the plain pool's own objects: their page is its slab's, found in a
+     * known segment (a pointer elsewhere goes to free_slow, reported) */
+    mki_slab *s = pool->fast;
+    if (MKI_LIKELY(s != NULL && mki_segment_known(obj))) {
+        mki_page *pg = mki_page_of(obj);
+        if (MKI_LIKELY(pg != NULL && pg->ctx == &s->base)) {
+            mki_slab_free_fast(s, pg, obj);
+            return;
+        }
     }
-    if (MKI_LIKELY(pool->fast != NULL && obj != NULL)) {
-        mki_slab_free_fast(pool->fast, mki_page_of(obj), obj);
-        return;
-    }
-    if (obj)
-        free_slow(pool, obj);
+    free_slow(pool, obj);
 }
 
 int mk_pool_stats(const mk_pool *pool, mk_stats *out)

@@ -109,6 +109,9 @@ MKI_INLINE void mki_mem_forget(const void *p, size_t n)
  * (nor do the checking build's, which encodes its links the same way). */
 extern unsigned char mki_secure;
 extern uintptr_t mki_link_key;
+/* The secret of the double-free key of free chunks (page.h), drawn at
+ * start with mki_link_key; never 0. */
+extern uintptr_t mki_free_key;
 MKI_INLINE uintptr_t mki_link_mask(const void *p)
 {
     /* the checking build encodes too: a link overwritten with zeros (the

@@ -109,6 +109,23 @@ void mki_error_invalid(const char *fn, const void *p)
     emit(&l, 1);
 }
 
+void mki_error_invalid_in(const char *fn, const void *p, const mk_ctx *ctx,
+                          int freed)
+{
+    if (atomic_load(&silenced))
+        return;
+    mki_line l = {.len = 0};
+    mki_line_str(&l, "memkit: ");
+    mki_line_str(&l, fn);
+    mki_line_str(&l, "(): invalid pointer ");
+    mki_line_ptr(&l, p);
+    mki_line_str(&l, freed ? " (a freed chunk of context "
+                           : " (not the start of a chunk of context ");
+    mki_line_str(&l, ctx && ctx->name ? ctx->name : "?");
+    mki_line_str(&l, ")");
+    emit(&l, 1);
+}
+
 void mki_error_double_free(const void *p, const mk_ctx *ctx)
 {
     if (atomic_load(&silenced))

@@ -155,24 +155,57 @@ void mki_chunk_remote_push(mk_ctx *ctx, void *p)
         &ctx->remote, &head, p, memory_order_release, memory_order_relaxed));
 }
 
+/* Is @p, whose page (or huge mapping) descriptor is @pg, the start of a
+ * live chunk?  1 yes; 0 no, reported for function @fn ("free" reports a
+ * chunk freed already as a double free).  For contexts that are not
+ * instrumented (those validate in check/instrument.c, with their bitmap):
+ * memory memkit holds but in no chunk (a page or huge mapping that went
+ * back, units never handed out); a small page's address that is not a
+ * chunk it has handed out (an interior pointer, or past `extend`); a chunk
+ * that holds its double-free key (page.h); a large or huge page's address
+ * other than its chunk's; a kind's own test for its blocks (is_live). */
+static int chunk_valid(mki_page *pg, const void *p, const char *fn)
+{
+    int is_free = fn[0] == 'f' && fn[1] == 'r'; /* free, free_sized... */
+    if (MKI_UNLIKELY(!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)) {
+        if (is_free)
+            mki_error_double_free(p, NULL); /* "memory memkit holds free" */
+        else
+            mki_error_invalid(fn, p);
+        return 0;
+    }
+    mk_ctx *ctx = pg->ctx;
+    int state;
+    switch (pg->kind) {
+    case MKI_PAGE_SMALL:
+        state = !mki_page_is_chunk_exact(pg, p) ? -1 : mki_chunk_freed(p) ? 0 : 1;
+        break;
+    case MKI_PAGE_LARGE:
+    case MKI_PAGE_HUGE:
+        state = p == pg->start ? 1 : -1;
+        break;
+    default: {
+        const mki_kind_ops *ops = mki_kinds[ctx->kind];
+        state = ops->is_live ? ops->is_live(pg, p) : 1;
+    }
+    }
+    if (MKI_LIKELY(state == 1))
+        return 1;
+    if (state == 0 && is_free)
+        mki_error_double_free(p, ctx);
+    else
+        mki_error_invalid_in(fn, p, ctx, state == 0);
+    return 0;
+}
+
 MKI_NOINLINE void mki_chunk_free_checked(void *p)
 {
-    if (MKI_UNLIKELY(!mki_segment_known(p))) {
+    if (!p)
+        return; /* free(NULL) */
+    mki_page *pg = mki_page_find(p);
+    if (MKI_UNLIKELY(!pg)) {
         mki_error_invalid("free", p);
         return;
-    }
-    mki_page *pg = mki_page_of(p);
-    if (pg && pg->kind == MKI_PAGE_SMALL) {
-        if (p == pg->free) {
-            mki_error_double_free(p, pg->ctx);
-            return;
-        }
-        mk_ctx *ctx = pg->ctx;
-        if (ctx->fast_kind == MKI_KIND_SECURE && ctx->kind == MK_GENERAL &&
-            !(pg->flags & MKI_PF_FULL) && mki_ctx_owner(ctx) == mki_tid()) {
-            mki_general_free_secure(pg, p);
-            return;
-        }
     }
     mki_chunk_free_slow(pg, p);
 }
@@ -185,17 +218,15 @@ void *mki_page_bad_link(mki_page *pg, void *chunk)
     return NULL; /* if a handler returned: the rest of the list is lost */
 }
 
-MKI_COLD void mki_chunk_free_twice(const mki_page *pg, const void *p)
+MKI_COLD void mki_chunk_free_bad(mki_page *pg, void *p)
 {
-    mki_error_double_free(p, pg->ctx);
+    chunk_valid(pg, p, "free"); /* reports */
 }
 
 MKI_NOINLINE void mki_chunk_free_slow(mki_page *pg, void *p)
 {
     if (MKI_UNLIKELY(!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)) {
-        /* memory memkit holds, but in no chunk: freed already (a page or
-         * huge mapping that went back), or never handed out */
-        mki_error_double_free(p, NULL);
+        chunk_valid(pg, p, "free"); /* reports */
         return;
     }
     mk_ctx *ctx = pg->ctx;
@@ -204,8 +235,15 @@ MKI_NOINLINE void mki_chunk_free_slow(mki_page *pg, void *p)
         mki_instr_free(pg, p);
         return;
     }
+    if (!chunk_valid(pg, p, "free"))
+        return;
     if (ops->no_free)
         return;
+    /* marked freed before it is on any list (page.h, generation.h) */
+    if (pg->kind == MKI_PAGE_SMALL)
+        mki_chunk_set_freed(p);
+    else if (pg->kind == MKI_PAGE_BLOCK && ctx->kind == MK_GENERATION)
+        mki_gen_mark_dead(p);
     uintptr_t owner = mki_ctx_owner(ctx);
     if (owner != mki_tid()) {
         if (ctx->kind == MK_GENERAL && pg->kind == MKI_PAGE_SMALL)
@@ -220,14 +258,19 @@ MKI_NOINLINE void mki_chunk_free_slow(mki_page *pg, void *p)
         mki_gen_free_fast(pg);
         return;
     }
+    if (ctx->fast_kind == MKI_KIND_SECURE && ctx->kind == MK_GENERAL &&
+        pg->kind == MKI_PAGE_SMALL && !(pg->flags & MKI_PF_FULL)) {
+        mki_general_free_secure(pg, p);
+        return;
+    }
     ops->free(pg, p);
 }
 
 void mk_free(void *p)
 {
-    if (MKI_UNLIKELY(p == NULL))
-        return;
     if (MK_CONFIG_CHECK) {
+        if (!p)
+            return;
         /* validate before touching anything the pointer leads to */
         mki_page *pg = mki_check_pointer(p);
         if (pg)
@@ -239,18 +282,20 @@ void mk_free(void *p)
 
 /* ---- queries and resizing ------------------------------------------------- */
 
-/* The page of a chunk handed to @fn; validated in the checking build; in
- * the release build, a pointer outside memkit's segments or in no chunk is
- * reported (NULL). */
+/* The page of a live chunk handed to @fn; validated in the checking build;
+ * in the release build, a pointer outside memkit's memory, or that is not
+ * the start of a live chunk, is reported (NULL). */
 static mki_page *page_for(const void *p, const char *fn)
 {
     if (MK_CONFIG_CHECK)
         return mki_check_pointer(p);
-    mki_page *pg = mki_segment_known(p) ? mki_page_of(p) : NULL;
+    mki_page *pg = mki_page_find(p);
     if (MKI_UNLIKELY(!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)) {
         mki_error_invalid(fn, p);
         return NULL;
     }
+    if (pg->ctx->fast_kind != MKI_KIND_SLOW && !chunk_valid(pg, p, fn))
+        return NULL;
     return pg;
 }
 
@@ -293,5 +338,11 @@ mk_ctx *mk_ctx_of(const void *p)
     if (!p)
         return NULL;
     mki_page *pg = page_for(p, "mk_ctx_of");
+    return pg ? pg->ctx : NULL;
+}
+
+mk_ctx *mki_chunk_ctx(const void *p, const char *fn)
+{
+    mki_page *pg = page_for(p, fn);
     return pg ? pg->ctx : NULL;
 }

@@ -228,6 +228,7 @@ static mki_page *take_spare(mki_general *g, unsigned c, uint32_t units)
     pg->free = NULL;
     pg->extend = pg->start;
     pg->end = pg->start + (size_t)pg->capacity * sz;
+    mki_page_pos_init(pg);
     return pg;
 }
 
@@ -260,6 +261,7 @@ static void shuffle(mki_page *pg)
     for (uint32_t k = 0; k < n; k++, at = (at + stride) % n)
         mki_page_push(pg, pg->start + (size_t)at * pg->chunk_size);
     pg->extend = pg->end;
+    mki_page_pos_init(pg); /* every chunk is on the free list */
 }
 
 /* A page for class @c, whose last page (of @after units, 0: none) ran out. */
@@ -282,6 +284,7 @@ static mki_page *page_new(mki_general *g, unsigned c, uint32_t after)
     pg->capacity = (uint32_t)(pg->size / sz);
     pg->extend = pg->start;
     pg->end = pg->start + (size_t)pg->capacity * sz;
+    mki_page_pos_init(pg);
     pg->ctx = &g->base;
     mki_page_set_tid(pg, g->base.fast_tid);
     if (g->base.fast_kind == MKI_KIND_SLOW && mki_instr_page_new(pg) != 0) {
@@ -295,6 +298,17 @@ static mki_page *page_new(mki_general *g, unsigned c, uint32_t after)
     return pg;
 }
 
+/* A chunk of @pg (which has one) for a program: off the free list or the
+ * never-used part, without its double-free key unless the context is
+ * instrumented (whose chunks are poisoned and checked by a bitmap). */
+static void *take(mki_general *g, mki_page *pg)
+{
+    void *b = mki_page_take(pg);
+    if (g->base.fast_kind != MKI_KIND_SLOW)
+        mki_chunk_set_live(b);
+    return b;
+}
+
 /* Allocate a chunk of class @c: the slow path of mk_alloc, and the only
  * path for classes above 1 KiB. */
 static void *class_alloc(mki_general *g, unsigned c)
@@ -306,12 +320,12 @@ static void *class_alloc(mki_general *g, unsigned c)
     }
     mki_page *pg = *slot;
     if (MKI_LIKELY(mki_page_has_chunk(pg)) || take_remote(pg))
-        return mki_page_take(pg);
+        return take(g, pg);
     uint32_t after = pg->units; /* (mki_page_empty: 0) */
     mki_ctx_collect(&g->base);
     while ((pg = *slot) != &mki_page_empty) {
         if (mki_page_has_chunk(pg) || take_remote(pg))
-            return mki_page_take(pg);
+            return take(g, pg);
         if (pg->units > after)
             after = pg->units;
         retire_full(g, slot, pg); /* on failure the loop takes the frees */
@@ -320,7 +334,7 @@ static void *class_alloc(mki_general *g, unsigned c)
     if (!pg)
         return NULL;
     make_current(g, slot, pg);
-    return mki_page_take(pg);
+    return take(g, pg);
 }
 
 /* mk_alloc's fast path found the free list of @pg (the current page of the
@@ -337,7 +351,9 @@ void *mki_general_refill(mki_general *g, mki_page *pg, size_t size)
     if (MKI_LIKELY(pg->extend < pg->end)) {
         void *b = pg->extend;
         pg->extend += pg->chunk_size;
+        mki_page_pos_grow(pg);
         pg->used++;
+        mki_chunk_set_live(b); /* (the memory may have held a key) */
         return b;
     }
     return mki_general_alloc_slow(g, size);
@@ -372,7 +388,7 @@ void *mki_general_alloc_secure(mki_general *g, size_t size)
     if (size <= MKI_SMALL_MAX) {
         mki_page *pg = mki_general_page_for(g, size);
         if (pg->free)
-            return mki_page_take(pg);
+            return take(g, pg);
     }
     return mki_general_alloc_slow(g, size);
 }
@@ -585,12 +601,15 @@ static void release_but_largest(mki_page *pg, void *arg)
     mki_page_release(pg);
 }
 
-/* Every chunk of @pg is free again: rewind it (no work per chunk). */
+/* Every chunk of @pg is free again: rewind it (no work per chunk; no
+ * position is a chunk's any more, so a free of a chunk from before is
+ * reported). */
 static void rewind_page(mki_page *pg)
 {
     atomic_store_explicit(&pg->xfree, 0, memory_order_relaxed);
     pg->free = NULL;
     pg->extend = pg->start;
+    mki_page_pos_init(pg);
     pg->used = (pg->flags & MKI_PF_CURRENT) ? 1u : 0u; /* the pin stays */
 }
 

@@ -38,7 +38,8 @@ MKI_INLINE mki_page *mki_general_page_for(const mki_general *g, size_t n)
     return g->cls_hi[mki_class_of(n) - MKI_NCLASS_DIRECT];
 }
 
-/* Pop a chunk of @pg's free list, or NULL when it is empty. */
+/* Pop a chunk of @pg's free list, or NULL when it is empty.  The chunk's
+ * double-free key goes (page.h): its line is the one just read. */
 MKI_INLINE void *mki_general_pop(mki_page *pg)
 {
     void *b = pg->free;
@@ -46,6 +47,7 @@ MKI_INLINE void *mki_general_pop(mki_page *pg)
         void *next = *(void **)b;
         pg->free = next;
         pg->used++;
+        mki_chunk_set_live(b);
         /* the next pop reads its link; (never prefetch NULL: an address
          * with no mapping costs a page walk every time) */
         __builtin_prefetch(next ? next : b);
@@ -54,37 +56,39 @@ MKI_INLINE void *mki_general_pop(mki_page *pg)
 }
 
 /* Out of line: a chunk freed where the fast path does not apply (@pg may
- * be NULL: a pointer into a unit no page covers). */
+ * be NULL: a pointer into a unit no page covers).  It validates @p before
+ * anything else (the start of a live chunk), reports what is not. */
 void mki_chunk_free_slow(mki_page *pg, void *p);
-/* Out of line, cold: report a chunk freed twice (it is the head of its
- * page's free list). */
-void mki_chunk_free_twice(const mki_page *pg, const void *p);
-/* Secure mode's free: before anything the pointer leads to is read, its
- * segment must be one memkit holds (a bit in a map of the address space),
- * so that free of a stack or foreign pointer is reported, not followed. */
+/* Out of line, cold: the fast path's test failed on a chunk of an owned
+ * small page: report it (not the start of a chunk, or freed already). */
+void mki_chunk_free_bad(mki_page *pg, void *p);
+/* Out of line: @p is in no normal segment (NULL, a huge chunk, or memory
+ * memkit does not hold, which is reported, not followed). */
 void mki_chunk_free_checked(void *p);
 
-/* mk_free and free: the fast path of the release build.  A pointer
- * outside the span of memkit's segments (a stack, a global, another
- * heap) goes to the checked path and is reported, as every pointer does
- * in secure mode (whose span is empty); a chunk freed twice in a row is
- * seen as the head of its page's free list (one comparison).  The exact
- * test of a pointer inside the span (a bit map) costs more (7% on W2) and
- * is secure mode's (docs/DESIGN.md, "Hardening"). */
+/* mk_free and free: the fast path of the release build.  In words: the
+ * pointer's 4 MiB must be a normal segment of memkit's (a bit map: a stack,
+ * a global, another heap, a huge chunk go to the checked path, which
+ * reports what memkit does not hold rather than follow it); its page must
+ * be one this thread's fast path may push to; the pointer must start a
+ * chunk the page has handed out (one multiply) and the chunk must not hold
+ * its double-free key (page.h) - a free of an interior pointer or of a
+ * chunk freed already, wherever it waits, is reported, never pushed.  Then
+ * the chunk gets its key and its link, and the page its count. */
 MKI_INLINE void mki_chunk_free(void *p)
 {
-    if (MKI_UNLIKELY(mki_outside_span(p))) {
+    if (MKI_UNLIKELY(!mki_segment_known(p))) {
         mki_chunk_free_checked(p);
         return;
     }
     mki_page *pg = mki_page_of(p); /* (mki_page_gone for a freed page) */
-    if (MKI_LIKELY(mki_page_tid(pg) == mki_tid_now())) {
-        void *head = pg->free;
-        if (MKI_UNLIKELY(p == head)) {
-            mki_chunk_free_twice(pg, p);
+    if (MKI_LIKELY(pg != NULL && mki_page_tid(pg) == mki_tid_now())) {
+        if (MKI_UNLIKELY(!mki_page_is_chunk(pg, p) || mki_chunk_freed(p))) {
+            mki_chunk_free_bad(pg, p);
             return;
         }
-        *(void **)p = head;
+        *(void **)p = pg->free;
+        mki_chunk_set_freed(p);
         pg->free = p;
         if (MKI_UNLIKELY(--pg->used == 0))
             mki_general_page_empty(pg);

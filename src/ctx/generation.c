@@ -12,13 +12,13 @@
  * and wastes memory when a few long-lived chunks pin otherwise dead blocks.
  *
  * Chunk layout: an 8-byte header {size, state} right before the data (the
- * size is what realloc and mk_usable_size need; the state word makes a
- * double free visible to instrumented contexts); header plus data take a
- * multiple of 16 bytes, so data is 16-aligned.  A free does not touch the
- * chunk at all (the header is marked dead only when instrumented): in the
- * FIFO workloads this kind is for, the freed chunk is the oldest and cold.
- * The price is in the statistics: a block's bytes count as used up to its
- * fill point until it goes back.  Chunks larger than a quarter of
+ * size is what realloc and mk_usable_size need; the state word, derived
+ * from the chunk's address and a secret (generation.h), says live or dead,
+ * which is how every build sees a double free or a pointer into a chunk's
+ * data); header plus data take a multiple of 16 bytes, so data is
+ * 16-aligned.  A free reads and marks the header and does not touch the
+ * block's free space: the block's bytes count as used up to its fill point
+ * until it goes back (the statistics say so).  Chunks larger than a quarter of
  * the largest block get a page (or a huge segment) of their own, without a
  * header.  Every page of this kind has fast_tid 0: frees always reach
  * gen_free.
@@ -30,12 +30,10 @@
 #define HDR MKI_GEN_HDR
 #define FIRST_BLOCK ((size_t)1 << 10)
 #define MAX_BLOCK ((size_t)256 << 10)
-#define STATE_LIVE MKI_GEN_LIVE
-#define STATE_DEAD MKI_GEN_DEAD
 
 typedef struct gen_hdr {
     uint32_t size;  /* usable bytes of the chunk (a multiple of 16) */
-    uint32_t state; /* STATE_LIVE or STATE_DEAD */
+    uint32_t state; /* mki_gen_live(chunk) or mki_gen_dead(chunk) */
 } gen_hdr;
 
 static mki_gen *gen(mk_ctx *ctx) { return (mki_gen *)ctx; }
@@ -130,7 +128,7 @@ static void *gen_alloc(mk_ctx *ctx, size_t size)
         }
     }
     char *p = pg->extend + HDR;
-    hdr_set(p, (uint32_t)data, STATE_LIVE);
+    hdr_set(p, (uint32_t)data, mki_gen_live(p));
     pg->extend += need;
     pg->used++;
     return p;
@@ -152,8 +150,9 @@ static void gen_free(mki_page *pg, void *p)
         mki_page_release(pg);
         return;
     }
+    /* (the release build marked it when it was freed: chunk.c) */
     if (g->base.fast_kind == MKI_KIND_SLOW) /* double frees are checked */
-        hdr_set(p, hdr_get(p).size, STATE_DEAD);
+        hdr_set(p, hdr_get(p).size, mki_gen_dead(p));
     if (--pg->used == 0)
         mki_gen_block_empty(pg);
 }
@@ -200,7 +199,7 @@ static void *gen_realloc(mki_page *pg, void *p, size_t size)
     if (pg == g->cur && (char *)p + old == pg->extend &&
         data <= (size_t)(pg->end - (char *)p) && HDR + data <= g->block_max / 4) {
         pg->extend = (char *)p + data;
-        hdr_set(p, (uint32_t)data, STATE_LIVE);
+        hdr_set(p, (uint32_t)data, mki_gen_live(p));
         return p;
     }
     void *q = gen_alloc(pg->ctx, size);
@@ -217,8 +216,14 @@ static int gen_is_live(const mki_page *pg, const void *p)
 {
     if (pg->kind != MKI_PAGE_BLOCK)
         return 1;
+    /* a header lies in the block's handed-out part (a pointer from before
+     * a reset, now past `extend`, is no chunk) */
+    const char *c = p, *ext = __atomic_load_n(&((mki_page *)pg)->extend,
+                                              __ATOMIC_RELAXED);
+    if (c < pg->start + 2 * HDR || c + HDR > ext || ((uintptr_t)c & 15))
+        return -1;
     uint32_t state = hdr_get(p).state;
-    return state == STATE_LIVE ? 1 : state == STATE_DEAD ? 0 : -1;
+    return state == mki_gen_live(p) ? 1 : state == mki_gen_dead(p) ? 0 : -1;
 }
 
 static void gen_each_live(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
@@ -228,7 +233,7 @@ static void gen_each_live(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
     for (mki_page *pg = g->blocks; pg; pg = pg->next)
         for (char *c = pg->start + 2 * HDR; c < pg->extend;) {
             gen_hdr h = hdr_get(c);
-            if (h.state == STATE_LIVE)
+            if (h.state == mki_gen_live(c))
                 fn(pg, c, arg);
             c += h.size + HDR;
         }

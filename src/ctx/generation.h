@@ -16,8 +16,17 @@
 #pragma GCC visibility push(hidden)
 
 #define MKI_GEN_HDR 8u
-#define MKI_GEN_LIVE 0x6576696cu /* "live" */
-#define MKI_GEN_DEAD 0x64616564u /* "dead" */
+
+/* The state word of a chunk's header: derived from the chunk's address and
+ * the secret of double-free keys (page.h), so that a program's data can
+ * pass for a header only by chance or by reading the secret: a free of a
+ * pointer into a chunk's data (whose "header" is data) is reported, not
+ * counted.  A freed chunk's is the complement. */
+MKI_INLINE uint32_t mki_gen_live(const void *p)
+{
+    return (uint32_t)(((uintptr_t)p ^ mki_free_key) >> 4);
+}
+MKI_INLINE uint32_t mki_gen_dead(const void *p) { return ~mki_gen_live(p); }
 
 /* A block's last live chunk was freed (owner thread). */
 void mki_gen_block_empty(mki_page *pg);
@@ -38,17 +47,27 @@ MKI_INLINE void *mki_gen_alloc_fast(mki_gen *g, size_t size)
     char *h = pg->extend;
     if (MKI_UNLIKELY(need > (size_t)(pg->end - h)))
         return NULL;
-    uint32_t w[2] = {(uint32_t)(need - MKI_GEN_HDR), MKI_GEN_LIVE};
+    uint32_t w[2] = {(uint32_t)(need - MKI_GEN_HDR), mki_gen_live(h + MKI_GEN_HDR)};
     memcpy(h, w, sizeof w);
     pg->extend = h + need;
     pg->used++;
     return h + MKI_GEN_HDR;
 }
 
-/* Free a chunk of block @pg from the owner thread.  The chunk itself is
- * not touched: in a FIFO workload it was last used long ago and is cold,
- * and only instrumented contexts (which mark headers dead, generation.c)
- * need to know which chunks of a block are live. */
+/* A chunk being freed, once validated (its header said live: chunk.c):
+ * its header says dead from now on, whichever thread frees it, so that a
+ * second free is seen even while the first waits on a remote list.  (The
+ * header shares the chunk's first cache line, which a FIFO workload last
+ * touched long ago: the price of reporting double frees in the release
+ * build.)  Not instrumented contexts (their headers are poisoned). */
+MKI_INLINE void mki_gen_mark_dead(void *p)
+{
+    uint32_t dead = mki_gen_dead(p);
+    memcpy((char *)p - MKI_GEN_HDR + 4, &dead, 4);
+}
+
+/* Free a (validated, marked) chunk of block @pg from the owner thread: the
+ * block counts one chunk less. */
 MKI_INLINE void mki_gen_free_fast(mki_page *pg)
 {
     if (MKI_UNLIKELY(--pg->used == 0))

@@ -94,6 +94,8 @@ static void set_current(mki_slab *s, mki_page *pg)
         f->count = 0;
         f->lo = pg == &mki_page_empty ? 0 : (uintptr_t)pg->start;
         f->span = (uintptr_t)(pg->end - pg->start);
+        f->magic = pg->pos_magic;
+        f->limit = pg->pos_limit; /* (kept equal: mki_slab_alloc_chunk) */
     }
     s->curpg = pg;
     if (pg != &mki_page_empty)
@@ -203,6 +205,7 @@ static int page_new(mki_slab *s)
     pg->capacity = cap;
     pg->extend = pg->start;
     pg->end = pg->start + (size_t)cap * s->slot;
+    mki_page_pos_init(pg);
     pg->ctx = &s->base;
     if (s->base.fast_kind == MKI_KIND_SLOW && mki_instr_page_new(pg) != 0) {
         mki_segment_page_release(pg);
@@ -239,6 +242,10 @@ void *mki_slab_alloc_chunk(mki_slab *s)
         return NULL;
     mki_page *pg = s->curpg;
     void *b = mki_page_take(pg);
+    if (s->base.fast_kind != MKI_KIND_SLOW)
+        mki_chunk_set_live(b); /* (instrumented chunks are poisoned) */
+    if (s->front) /* its position test follows the page's */
+        s->front->limit = pg->pos_limit;
     if (pg->used > pg->hi)
         mki_slab_rebucket(s, pg);
     return b;
@@ -246,15 +253,28 @@ void *mki_slab_alloc_chunk(mki_slab *s)
 
 void *mki_slab_alloc_slow(mki_slab *s) { return mki_slab_alloc_chunk(s); }
 
+/* (Validated chunks only: mk_free validates in chunk.c, the pools'
+ * paths in slab.h and pool.c; chunks on a remote list were validated
+ * when they were freed.) */
 void mki_slab_free_chunk(mki_page *pg, void *p)
 {
-    if (MKI_UNLIKELY(p == pg->free)) { /* freed twice in a row */
-        mki_error_double_free(p, pg->ctx);
-        return;
-    }
     mki_page_push(pg, p);
     if (--pg->used < pg->lo)
         mki_slab_rebucket(slab(pg->ctx), pg);
+}
+
+void mki_slab_free_checked(mki_page *pg, void *p)
+{
+    if (!mki_page_is_chunk_exact(pg, p)) {
+        mki_error_invalid_in("mk_pool_free", p, pg->ctx, 0);
+        return;
+    }
+    if (mki_chunk_freed(p)) {
+        mki_error_double_free(p, pg->ctx);
+        return;
+    }
+    mki_chunk_set_freed(p);
+    mki_slab_free_chunk(pg, p);
 }
 
 static void slab_collect(mk_ctx *ctx)
@@ -353,6 +373,7 @@ static void slab_reset(mk_ctx *ctx, int keep_one)
     if (keep) {
         keep->free = NULL;
         keep->extend = keep->start;
+        mki_page_pos_init(keep); /* no chunk of before is one now */
         keep->used = 0;
         keep->next = keep->prev = NULL;
         if (ctx->fast_kind == MKI_KIND_SLOW)
@@ -432,6 +453,8 @@ static int slab_init(mk_ctx *ctx, const mk_ctx_opts *opts)
         align = 8; /* a free chunk holds a pointer */
     size_t extra = ctx->fast_kind == MKI_KIND_SLOW ? MKI_INSTR_TAIL : 0;
     size_t slot = (size + extra + align - 1) & ~(align - 1);
+    if (slot < 16)
+        slot = 16; /* a free chunk holds its link and its double-free key */
     size_t units = MKI_PAGE_MAX_UNITS;
     if (slot > MKI_PAGE_MAX)
         units = ((slot + MKI_PAGE_MAX - 1) / MKI_PAGE_MAX) * MKI_PAGE_MAX_UNITS;

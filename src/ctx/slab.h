@@ -15,6 +15,10 @@
 
 void mki_slab_rebucket(mki_slab *s, mki_page *pg);
 void *mki_slab_alloc_slow(mki_slab *s); /* free list empty */
+/* The inline free's test failed on chunk @p of @pg (or @pg is a page above
+ * 64 KiB, which has no inline test): validate it exactly, report it if it
+ * is not the start of a live chunk, else free it. */
+void mki_slab_free_checked(mki_page *pg, void *p);
 /* rebucket after an allocation, returning its chunk @b (a tail call keeps
  * the fast path free of saved registers) */
 void *mki_slab_alloc_rebucket(mki_slab *s, mki_page *pg, void *b);
@@ -25,6 +29,7 @@ MKI_INLINE void *mki_slab_alloc_fast(mki_slab *s)
     void *b = pg->free;
     if (MKI_LIKELY(b != NULL)) {
         pg->free = *(void **)b;
+        mki_chunk_set_live(b); /* its double-free key goes (page.h) */
         if (MKI_LIKELY(++pg->used <= pg->hi))
             return b;
         return mki_slab_alloc_rebucket(s, pg, b);
@@ -32,14 +37,17 @@ MKI_INLINE void *mki_slab_alloc_fast(mki_slab *s)
     return mki_slab_alloc_slow(s);
 }
 
+/* Free chunk @p of page @pg of slab @s, from its owner: reported instead
+ * if it is not the start of a chunk the page handed out, or holds its
+ * double-free key (freed already, wherever it waits). */
 MKI_INLINE void mki_slab_free_fast(mki_slab *s, mki_page *pg, void *p)
 {
-    void *head = pg->free;
-    if (MKI_UNLIKELY(p == head)) { /* freed twice in a row */
-        mki_error_double_free(p, pg->ctx);
+    if (MKI_UNLIKELY(!mki_page_is_chunk(pg, p) || mki_chunk_freed(p))) {
+        mki_slab_free_checked(pg, p);
         return;
     }
-    *(void **)p = head;
+    *(void **)p = pg->free;
+    mki_chunk_set_freed(p);
     pg->free = p;
     if (MKI_UNLIKELY(--pg->used < pg->lo))
         mki_slab_rebucket(s, pg);

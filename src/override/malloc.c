@@ -105,11 +105,7 @@ EXPORT void *realloc(void *p, size_t n)
         mki_override_free(p);
         return NULL;
     }
-    if (!MK_CONFIG_CHECK && !mki_segment_known(p)) {
-        mki_error_invalid("realloc", p);
-        return NULL;
-    }
-    mk_ctx *owner = mk_ctx_of(p);
+    mk_ctx *owner = mki_chunk_ctx(p, "realloc"); /* (validated) */
     if (!owner)
         return NULL; /* reported */
     /* mk_realloc, but for 17..24 bytes, which it would move into the

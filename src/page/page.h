@@ -3,6 +3,9 @@
  * calling thread's identity, and the free-list operations of a page.
  * Everything here is a handful of instructions with no atomic operation,
  * no lock and no call; anything rarer lives out of line in the callers.
+ * Also the two facts every free of the release build checks: is the
+ * address the start of a chunk (positions), and was the chunk freed
+ * already (its key).
  */
 #ifndef MKI_PAGE_H
 #define MKI_PAGE_H
@@ -21,40 +24,30 @@ extern mki_page mki_page_empty;
  * kind MKI_PAGE_FREE, fast_tid 0. */
 extern mki_page mki_page_gone;
 
-/* Is @p in a segment memkit holds?  A bit per 4 MiB of address space
- * (segment.c); the release build's free tests it first, so that a pointer
- * memkit never returned is reported, not followed. */
+/* Is @p in a normal segment memkit holds?  A mark per 4 MiB of address
+ * space (segment.c), set at every normal segment's base; the release
+ * build's free tests it first, so that a pointer memkit never returned is
+ * reported, not followed: only a known segment's page map is read.  Huge
+ * mappings have a map of their own (mki_hugemap): past its first 4 MiB a
+ * huge chunk's data lies where a segment's header would, so a pointer
+ * into it must never lead to a page map. */
 #define MKI_SEGMAP_BITS ((size_t)1 << (47 - MKI_SEG_SHIFT))
-extern uint64_t mki_segmap[MKI_SEGMAP_BITS / 64];
+/* A byte per 4 MiB (32 MiB of address space, zero-filled, of which only
+ * the pages near memkit's segments are ever touched): one load and one
+ * compare on the free path, where a bit map takes two more. */
+extern unsigned char mki_segmap[MKI_SEGMAP_BITS];
+extern uint64_t mki_hugemap[MKI_SEGMAP_BITS / 64];
 MKI_INLINE int mki_segment_known(const void *p)
 {
     uintptr_t i = ((uintptr_t)p - 1) >> MKI_SEG_SHIFT;
     return i < MKI_SEGMAP_BITS &&
-           ((__atomic_load_n(&mki_segmap[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1);
+           __atomic_load_n(&mki_segmap[i], __ATOMIC_RELAXED) != 0;
 }
-
-/* The span of address space memkit's segments have covered so far (every
- * 4 MiB a segment was ever registered at, and the holes between them), so
- * that the fast free path can tell at the cost of a subtraction and a
- * comparison that a pointer lies outside it (a stack, a global, a heap
- * of the program's own below or above memkit's mappings) and must go to
- * the checked path, which reports it rather than follow it.  @from is the
- * lowest segment base + 1 (the fast path tests p, whose segment is that of
- * p - 1), @len the span; p - from >= len is "outside".  Only grows; written
- * under the arena lock, read with relaxed loads (a reader that sees one
- * field new and the other old sees a narrower span, and a pointer it then
- * sends to the checked path is freed there all the same).  Secure mode
- * keeps len 0, so every free takes its checked path. */
-typedef struct mki_seg_span {
-    uintptr_t from, len;
-} mki_seg_span;
-extern mki_seg_span mki_span;
-
-MKI_INLINE int mki_outside_span(const void *p)
+MKI_INLINE int mki_huge_known(const void *p)
 {
-    uintptr_t from = __atomic_load_n(&mki_span.from, __ATOMIC_RELAXED);
-    uintptr_t len = __atomic_load_n(&mki_span.len, __ATOMIC_RELAXED);
-    return (uintptr_t)p - from >= len;
+    uintptr_t i = ((uintptr_t)p - 1) >> MKI_SEG_SHIFT;
+    return i < MKI_SEGMAP_BITS &&
+           ((__atomic_load_n(&mki_hugemap[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1);
 }
 
 /* The segment holding chunk @p (see types.h for why p - 1). */
@@ -63,12 +56,102 @@ MKI_INLINE mki_segment *mki_segment_of(const void *p)
     return (mki_segment *)(((uintptr_t)p - 1) & ~(uintptr_t)MKI_SEG_MASK);
 }
 
-/* The page descriptor of chunk @p: a mask and one load. */
+/* The page descriptor of chunk @p: a mask and one load.  Pre: @p is in a
+ * normal segment (mki_segment_known) or is the start of a huge chunk.
+ * NULL for a unit no page ever covered (a segment's header, say). */
 MKI_INLINE mki_page *mki_page_of(const void *p)
 {
     return mki_segment_of(p)
         ->map[((uintptr_t)p >> MKI_UNIT_SHIFT) & (MKI_UNITS - 1)];
 }
+
+/* The descriptor of the page or huge mapping that holds address @p, found
+ * without reading anything @p leads to unless it is memory memkit holds:
+ * NULL when it is not (a stack, a global, another allocator's heap, the
+ * data of a huge chunk past its first 4 MiB), or when its unit is in no
+ * page; the descriptor of a page that went back is mki_page_gone.  Slow
+ * paths: the callers validate @p against it (the chunk API, ctx/). */
+mki_page *mki_page_find(const void *p);
+
+/* ---- positions: is an address the start of a chunk? -----------------------
+ * A small page knows which addresses start a chunk it has handed out: the
+ * multiples of its chunk size below `extend`.  The inline test is one
+ * multiply (types.h, pos_magic): with m = ceil(2^32 / size) (plus one when
+ * size is a power of two), (uint32)(off * m) is k * e for off = k * size,
+ * where e = (size * m) mod 2^32, and is at least m for any other off below
+ * 64 KiB (the divisibility test of Lemire, Kaser and Kurz, "Faster
+ * remainder by direct computation", 2019, for 16-bit offsets and 32-bit
+ * arithmetic; tests/unit/positions.c checks every class and slab size), so
+ * `< n * e` says "a chunk start, one of the first n".  Pages above 64 KiB
+ * (slab pages of big chunks) keep pos_limit 0: the exact test, a
+ * division, is mki_page_is_chunk_exact's. */
+MKI_INLINE uint32_t mki_page_pos_magic(uint32_t size)
+{
+    uint32_t m = (uint32_t)((((uint64_t)1 << 32) + size - 1) / size);
+    return (uint32_t)(size * m) == 0 ? m + 1 : m; /* (a power of two) */
+}
+
+/* Set the position test of small page @pg (chunk_size, start, extend set). */
+MKI_INLINE void mki_page_pos_init(mki_page *pg)
+{
+    if (pg->size > MKI_PAGE_MAX) {
+        pg->pos_magic = pg->pos_limit = 0;
+        return;
+    }
+    pg->pos_magic = mki_page_pos_magic(pg->chunk_size);
+    uint32_t n = (uint32_t)((size_t)(pg->extend - pg->start) / pg->chunk_size);
+    __atomic_store_n(&pg->pos_limit, n * (pg->chunk_size * pg->pos_magic),
+                     __ATOMIC_RELAXED);
+}
+
+/* `extend` moved past one more chunk. */
+MKI_INLINE void mki_page_pos_grow(mki_page *pg)
+{
+    if (MKI_LIKELY(pg->pos_magic != 0))
+        __atomic_store_n(&pg->pos_limit,
+                         pg->pos_limit + pg->chunk_size * pg->pos_magic,
+                         __ATOMIC_RELAXED);
+}
+
+/* Is @q the start of a chunk small page @pg has handed out (live or
+ * freed)?  The inline test (false for pages above 64 KiB: use the exact
+ * one).  Pre: @q lies in @pg's units. */
+MKI_INLINE int mki_page_is_chunk(const mki_page *pg, const void *q)
+{
+    uint32_t off = (uint32_t)((uintptr_t)q - (uintptr_t)pg->start);
+    return off * pg->pos_magic < pg->pos_limit;
+}
+
+/* The same for every small page, by division (slow paths; any thread:
+ * `extend` is read once, relaxed). */
+MKI_INLINE int mki_page_is_chunk_exact(const mki_page *pg, const void *q)
+{
+    const char *c = q, *ext = __atomic_load_n(&((mki_page *)pg)->extend,
+                                              __ATOMIC_RELAXED);
+    return c >= pg->start && c < ext &&
+           (size_t)(c - pg->start) % pg->chunk_size == 0;
+}
+
+/* ---- the double-free key ------------------------------------------------------
+ * A free chunk of a small page holds its free-list link in its first word
+ * and the key in its second: a secret drawn at start (mki_free_key,
+ * annotate.h), so that a program's own data can equal it only by chance
+ * (2^-64) or by reading the secret (glibc's tcache does the same).  Every free
+ * of the release build checks it before anything else (a chunk freed
+ * twice, wherever it waits: its page's free list, another thread's list,
+ * a pool's front) and stores it; every hand-out clears it (a chunk memkit
+ * hands out never holds its key).  Chunks are at least 16 bytes
+ * (sizeclass.c; slab slots too).  Instrumented contexts do not use it:
+ * their bitmap of live chunks knows (check/instrument.c). */
+MKI_INLINE int mki_chunk_freed(const void *p)
+{
+    return ((const uintptr_t *)p)[1] == mki_free_key;
+}
+MKI_INLINE void mki_chunk_set_freed(void *p)
+{
+    ((uintptr_t *)p)[1] = mki_free_key;
+}
+MKI_INLINE void mki_chunk_set_live(void *p) { ((uintptr_t *)p)[1] = 0; }
 
 /* The calling thread's identity (os.h: unique for the life of the process,
  * so a thread that reuses a dead thread's stack, or one a forked child
@@ -114,7 +197,7 @@ MKI_INLINE int mki_page_has_chunk(const mki_page *pg)
     return pg->free != NULL || pg->extend < pg->end;
 }
 
-/* Is @q the start of a chunk of small page @pg? */
+/* Is @q the start of a chunk of small page @pg (handed out or not)? */
 MKI_INLINE int mki_page_holds(const mki_page *pg, const void *q)
 {
     const char *c = q;
@@ -142,6 +225,7 @@ MKI_INLINE void *mki_page_take(mki_page *pg)
     } else {
         b = pg->extend;
         pg->extend += pg->chunk_size;
+        mki_page_pos_grow(pg);
     }
     pg->used++;
     return b;

@@ -158,55 +158,52 @@ static mki_segment **list_of(mki_segment *s)
 
 /* ---- registry (checking build) ------------------------------------------- */
 
-/* Add or remove a segment; 0, or -1 when the checking build cannot record
- * it (the segment must then not be used: its chunks would look foreign). */
-/* The map of every 4 MiB of address space memkit holds a segment at (the
- * release build's test of a pointer handed to free, page.h): a bit per
- * segment, 4 MiB of zero-filled memory in all, of which only the words
- * near memkit's segments are ever touched.  Readers are lock-free (relaxed
- * loads); writers hold arena_lock. */
-uint64_t mki_segmap[MKI_SEGMAP_BITS / 64];
+/* The maps of every 4 MiB of address space memkit holds a normal segment
+ * at, and of every base of a huge mapping (the release build's test of a
+ * pointer handed to free, page.h): a bit per segment, 4 MiB of zero-filled
+ * memory each, of which only the words near memkit's segments are ever
+ * touched.  Readers are lock-free (relaxed loads); writers hold
+ * arena_lock. */
+unsigned char mki_segmap[MKI_SEGMAP_BITS];
+uint64_t mki_hugemap[MKI_SEGMAP_BITS / 64];
 
-mki_seg_span mki_span; /* (page.h) */
-
-/* Widen mki_span to the segment at @base (arena_lock held). */
-static void span_add(uintptr_t base)
-{
-    if (mki_secure)
-        return; /* every free checked: the span stays empty */
-    uintptr_t lo = base, hi = base + MKI_SEG_SIZE;
-    if (mki_span.len) {
-        uintptr_t old_lo = mki_span.from - 1;
-        uintptr_t old_hi = old_lo + mki_span.len;
-        lo = old_lo < lo ? old_lo : lo;
-        hi = old_hi > hi ? old_hi : hi;
-    }
-    __atomic_store_n(&mki_span.from, lo + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&mki_span.len, hi - lo, __ATOMIC_RELAXED);
-}
-
-static void segmap_put(uintptr_t base, int add)
+static void segmap_put(uint64_t *map, uintptr_t base, int add)
 {
     uintptr_t i = base >> MKI_SEG_SHIFT;
     if (i >= MKI_SEGMAP_BITS)
         return; /* outside the map: its pointers are taken as foreign */
+    if (!map) { /* the normal segments' byte map */
+        __atomic_store_n(&mki_segmap[i], (unsigned char)add, __ATOMIC_RELAXED);
+        return;
+    }
     uint64_t bit = 1ull << (i % 64);
-    if (add) {
-        span_add(base);
-        __atomic_fetch_or(&mki_segmap[i / 64], bit, __ATOMIC_RELAXED);
-    } else
-        __atomic_fetch_and(&mki_segmap[i / 64], ~bit, __ATOMIC_RELAXED);
+    if (add)
+        __atomic_fetch_or(&map[i / 64], bit, __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_and(&map[i / 64], ~bit, __ATOMIC_RELAXED);
 }
 
-static int registry_put(uintptr_t base, int add)
+mki_page *mki_page_find(const void *p)
 {
-    segmap_put(base, add);
+    if (mki_segment_known(p))
+        return mki_page_of(p);
+    if (mki_huge_known(p))
+        return &mki_segment_of(p)->huge_page;
+    return NULL;
+}
+
+/* Add or remove a segment (normal: @map NULL, mki_segmap; huge: mki_hugemap);
+ * 0, or -1 when the checking build cannot record it (the segment must then
+ * not be used: its chunks would look foreign). */
+static int registry_put(uintptr_t base, int add, uint64_t *map)
+{
+    segmap_put(map, base, add);
     if (!MK_CONFIG_CHECK)
         return 0;
     if (!registry) /* made with the first segment; a failure is retried */
         registry = mki_os_reserve(REG_CAP * sizeof(uintptr_t), MKI_OS_PAGE);
     if (!registry) {
-        segmap_put(base, 0);
+        segmap_put(map, base, 0);
         return -1;
     }
     uintptr_t key = base >> MKI_SEG_SHIFT;
@@ -223,16 +220,16 @@ static int registry_put(uintptr_t base, int add)
         if (registry[i] == 0)
             return 0;
     }
-    segmap_put(base, 0);
+    segmap_put(map, base, 0);
     return -1; /* full: 256 GiB of segments */
 }
 
 int mki_segment_register(void *base, int add)
 {
     mki_lock(&arena_lock);
-    int r = add ? registry_put((uintptr_t)base, 1) : 0;
+    int r = add ? registry_put((uintptr_t)base, 1, mki_hugemap) : 0;
     if (!add)
-        registry_put((uintptr_t)base, 0);
+        registry_put((uintptr_t)base, 0, mki_hugemap);
     mki_unlock(&arena_lock);
     if (r == 0) {
         if (add)
@@ -304,7 +301,7 @@ static mki_segment *segment_new(void)
         s->fixed_units += g;
     }
     s->free_units = MKI_UNITS - s->fixed_units;
-    if (registry_put((uintptr_t)s, 1) != 0) {
+    if (registry_put((uintptr_t)s, 1, NULL) != 0) {
         mki_os_release(s, MKI_SEG_SIZE, header);
         errno = ENOMEM;
         return NULL;
@@ -321,7 +318,7 @@ static void segment_release(mki_segment *s, int locked)
     mki_mem_forget(s, MKI_SEG_SIZE); /* the address may be mapped again */
     if (!locked)
         mki_lock(&arena_lock);
-    registry_put((uintptr_t)s, 0);
+    registry_put((uintptr_t)s, 0, NULL);
     if (!locked)
         mki_unlock(&arena_lock);
     atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
