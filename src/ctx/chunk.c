@@ -181,8 +181,10 @@ static int chunk_valid(mki_page *pg, const void *p, const char *fn)
         state = !mki_page_is_chunk_exact(pg, p) ? -1 : mki_chunk_freed(p) ? 0 : 1;
         break;
     case MKI_PAGE_LARGE:
-    case MKI_PAGE_HUGE:
-        state = p == pg->start ? 1 : -1;
+    case MKI_PAGE_HUGE: /* (freed by another thread: marked, waiting) */
+        state = p != pg->start ? -1
+                : atomic_load_explicit(&pg->xfree, memory_order_relaxed) ? 0
+                                                                          : 1;
         break;
     default: {
         const mki_kind_ops *ops = mki_kinds[ctx->kind];
@@ -246,6 +248,14 @@ MKI_NOINLINE void mki_chunk_free_slow(mki_page *pg, void *p)
         mki_gen_mark_dead(p);
     uintptr_t owner = mki_ctx_owner(ctx);
     if (owner != mki_tid()) {
+        /* a large or huge chunk is marked in its descriptor (its xfree
+         * word, unused otherwise) while it waits for its owner: a second
+         * free, however close, finds the mark */
+        if ((pg->kind == MKI_PAGE_LARGE || pg->kind == MKI_PAGE_HUGE) &&
+            atomic_exchange_explicit(&pg->xfree, 1, memory_order_relaxed)) {
+            mki_error_double_free(p, ctx);
+            return;
+        }
         if (ctx->kind == MK_GENERAL && pg->kind == MKI_PAGE_SMALL)
             mki_general_free_remote(pg, p); /* the page's own list */
         else

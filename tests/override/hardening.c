@@ -21,6 +21,15 @@
  *                 freed memory (its free-list link was overwritten):
  *                 pointer P (context "thread")", and the forged address is
  *                 never returned by malloc.
+ * Issue 13, every build: free(a), free(b), free(a) (a second on its
+ * list); a chunk freed by another thread, then by the owner or a third
+ * thread (large and huge chunks too): "memkit: double free of P (context
+ * thread)"; free() of an interior pointer (p + 16 of 48 bytes, p + 4096 of
+ * 100 KB, p + 4096 of a huge chunk) and realloc() of one or of a freed
+ * chunk: "memkit: FN(): invalid pointer P (not the start of a chunk of
+ * context thread)" ("(a freed chunk ...)"); past a huge chunk's first
+ * 4 MiB, "memkit: free(): invalid pointer P"; free() of a page of our own
+ * from mmap, in the default mode too.
  * With an error handler (mk_set_error_handler, found with dlsym as a
  * program that knows of memkit would) the process goes on: free() twice
  * hands the chunk out once, realloc() of a stack pointer returns NULL.
@@ -33,6 +42,7 @@
 #include "wrong/reexec.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 static void poke8_impl(void *p, uint64_t v) { memcpy(p, &v, 8); }
@@ -137,6 +147,99 @@ static void case_link(const char *arg)
     }
 }
 
+/* ---- issue 13 ------------------------------------------------------------------ */
+
+static const char INTERIOR[] = "memkit: %s(): invalid pointer %p (not the "
+                               "start of a chunk of context thread)";
+
+static void expect_fn(const char *fmt, const char *fn, const void *p)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, fmt, fn, p);
+    rx_expect(buf);
+}
+
+/* free(a), free(b), free(a): a is second on its list at the second free */
+static void case_abab(const char *arg)
+{
+    size_t n = strtoul(arg, NULL, 0);
+    char *a = must(malloc(n)), *b = must(malloc(n)), *keep = must(malloc(n));
+    (void)keep;
+    rx_expect_ptr(DOUBLE_FREE, a);
+    free(a);
+    free(b);
+    free(a);
+}
+
+static void *remote_ptr;
+static void *free_there(void *arg)
+{
+    (void)arg;
+    free(remote_ptr);
+    return NULL;
+}
+static void free_in_thread(void *p)
+{
+    remote_ptr = p;
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_there, NULL) != 0)
+        _exit(6);
+    pthread_join(t, NULL);
+}
+
+/* arg "SIZE:owner" or "SIZE:other": the first free is another thread's */
+static void case_remote(const char *arg)
+{
+    size_t n = 0;
+    char who[16] = "";
+    if (sscanf(arg, "%zu:%15s", &n, who) != 2)
+        _exit(5);
+    must(malloc(n));
+    char *p = must(malloc(n));
+    memset(p, 2, n < 4096 ? n : 4096);
+    rx_expect_ptr(DOUBLE_FREE, p);
+    free_in_thread(p);
+    if (strcmp(who, "owner") == 0)
+        free(p);
+    else
+        free_in_thread(p);
+}
+
+/* arg "SIZE:OFFSET": free(p + OFFSET) */
+static void case_interior(const char *arg)
+{
+    size_t n = 0, off = 0;
+    if (sscanf(arg, "%zu:%zu", &n, &off) != 2)
+        _exit(5);
+    char *p = must(malloc(n));
+    must(malloc(n));
+    if (off >= ((size_t)4 << 20))
+        rx_expect_ptr("memkit: free(): invalid pointer %p", p + off);
+    else
+        expect_fn(INTERIOR, "free", p + off);
+    free(launder(p + off));
+}
+
+/* arg "interior:SIZE" or "freed:SIZE" */
+static void case_realloc_bad(const char *arg)
+{
+    char what[16] = "";
+    size_t n = 0;
+    if (sscanf(arg, "%15[^:]:%zu", what, &n) != 2)
+        _exit(5);
+    char *p = must(malloc(n));
+    must(malloc(n));
+    if (strcmp(what, "freed") == 0) {
+        free(p);
+        expect_fn("memkit: %s(): invalid pointer %p (a freed chunk of "
+                  "context thread)", "realloc", p);
+        printf("%p\n", realloc(launder(p), n * 2));
+    } else {
+        expect_fn(INTERIOR, "realloc", p + 16);
+        printf("%p\n", realloc(launder(p + 16), n * 2));
+    }
+}
+
 static char lines[8][400];
 static int nlines;
 
@@ -218,6 +321,10 @@ static const struct {
     {"realloc-foreign", case_realloc_foreign},
     {"link", case_link},
     {"handler", case_handler},
+    {"abab", case_abab},
+    {"remote", case_remote},
+    {"interior", case_interior},
+    {"realloc-bad", case_realloc_bad},
 };
 
 static int rx_child(const char *name, const char *arg)
@@ -266,10 +373,44 @@ static void test_foreign(void)
         RX_DIES("realloc-foreign", what[i], SECURE);
         RX_DIES("free-foreign", what[i], SECURE);
     }
-    /* the default mode: pointers outside the span memkit's segments cover
-     * (a fresh mmap page may fall inside it: secure mode's business) */
+    /* the default mode too: every pointer that is in no segment of memkit's
+     * (a fresh mmap page may fall between two of them) */
     RX_DIES("free-foreign", "stack", DEFAULT);
     RX_DIES("free-foreign", "static", DEFAULT);
+    RX_DIES("free-foreign", "mmap", DEFAULT);
+}
+
+/* Issue 13: double frees anywhere in a list, or after another thread's
+ * free; interior pointers; realloc of a freed chunk. */
+static void test_double_free_anywhere(void)
+{
+    static const char *const sizes[] = {"8", "24", "48", "100", "1000",
+                                        "4096", "32768"};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        RX_DIES("abab", sizes[i], DEFAULT);
+        RX_DIES("abab", sizes[i], SECURE);
+    }
+    static const char *const remote[] = {"24:owner", "24:other", "1000:owner",
+                                         "100000:owner", "100000:other",
+                                         "3145728:owner", "3145728:other"};
+    for (size_t i = 0; i < sizeof remote / sizeof remote[0]; i++) {
+        RX_DIES("remote", remote[i], DEFAULT);
+        RX_DIES("remote", remote[i], SECURE);
+    }
+}
+
+static void test_not_a_chunk(void)
+{
+    static const char *const interior[] = {"48:16", "24:8", "1000:100",
+                                           "100000:4096", "3145728:4096",
+                                           "9437184:5242880"};
+    for (size_t i = 0; i < sizeof interior / sizeof interior[0]; i++) {
+        RX_DIES("interior", interior[i], DEFAULT);
+        RX_DIES("interior", interior[i], SECURE);
+    }
+    RX_DIES("realloc-bad", "interior:48", DEFAULT);
+    RX_DIES("realloc-bad", "freed:48", DEFAULT);
+    RX_DIES("realloc-bad", "freed:48", SECURE);
 }
 
 static void test_overwritten_link_secure(void)
@@ -297,6 +438,8 @@ int main(int argc, char **argv)
     RUN(test_double_free);
     RUN(test_foreign);
     RUN(test_overwritten_link_secure);
+    RUN(test_double_free_anywhere);
+    RUN(test_not_a_chunk);
     RUN(test_handler);
     return th_done();
 }

@@ -30,6 +30,18 @@
  *                 front): "memkit: write to freed memory (its free-list link
  *                 was overwritten): pointer P (context "NAME")", before the
  *                 forged address could be handed out.
+ * Issue 13, every build: a double free anywhere in a free list (free(a),
+ * free(b), free(a) in one page) and one whose first free another thread
+ * made (the chunk waits on a remote list), for GENERAL classes, the large
+ * and huge chunks, SLAB chunks, pool objects (mk_free, mk_pool_free,
+ * mk_pool_put; plain and thread-safe) and GENERATION chunks; the free or
+ * realloc of an address that is not the start of a live chunk (an interior
+ * pointer of a small, large or huge chunk, a SLAB chunk, a pool object, a
+ * GENERATION chunk; a chunk from before a reset; a freed chunk handed to
+ * realloc): "memkit: FN(): invalid pointer P (not the start of a chunk of
+ * context NAME)" ("(a freed chunk of context NAME)"), or, past a huge
+ * chunk's first 4 MiB, "memkit: free(): invalid pointer P".  With a
+ * handler, nothing is handed out twice.
  * With mk_set_error_handler the same errors reach the handler, one line
  * each, and the program goes on: the second free is abandoned (the chunk is
  * handed out once, not twice), realloc returns NULL, a bad link drops the
@@ -45,6 +57,7 @@
 #include "wrong/reexec.h"
 
 #include <memkit.h>
+#include <pthread.h>
 
 /* Stores into freed memory through a function pointer the compiler cannot
  * see through: mk_alloc is declared `malloc`, so a plain store into a chunk
@@ -306,6 +319,210 @@ static void case_link(const char *arg)
 #undef FREE
 }
 
+/* ---- issue 13: double frees anywhere, interior pointers -------------------- */
+
+static const char INTERIOR[] = "memkit: %s(): invalid pointer %p (not the "
+                               "start of a chunk of context %s)";
+static const char FREED_CHUNK[] = "memkit: %s(): invalid pointer %p (a freed "
+                                  "chunk of context %s)";
+
+static void expect3(const char *fmt, const char *fn, const void *p,
+                    const char *name)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, fmt, fn, p, name);
+    rx_expect(buf);
+}
+
+/* A context of kind @kind ("general", "slab", "generation") for chunks
+ * of @n bytes, with a name the expected lines use. */
+static mk_ctx *new_kind(const char *kind, size_t n)
+{
+    if (strcmp(kind, "slab") == 0)
+        return new_slab(n);
+    if (strcmp(kind, "generation") == 0) {
+        mk_ctx *c = mk_ctx_new(NULL, "rel-gen", MK_GENERATION, NULL);
+        if (!c)
+            _exit(3);
+        return c;
+    }
+    return new_general();
+}
+
+static const char *kind_name(const char *kind)
+{
+    return strcmp(kind, "slab") == 0         ? "rel-slab"
+           : strcmp(kind, "generation") == 0 ? "rel-gen"
+                                             : "rel-general";
+}
+
+/* free(a); free(b); free(a) with a and b in one page: arg "KIND:SIZE",
+ * KIND general, slab, generation; or "pool:WAY[-ts]" (WAY free, pool,
+ * put).  The chunk is second on its list at the second free. */
+static void case_abab(const char *arg)
+{
+    char kind[16] = "";
+    size_t n = 0;
+    if (strncmp(arg, "pool:", 5) == 0) {
+        const char *way = arg + 5;
+        int ts = strstr(way, "-ts") != NULL;
+        mk_pool *pool = new_pool(ts);
+        char *keep = must(mk_pool_alloc(pool));
+        char *a = must(mk_pool_alloc(pool)), *b = must(mk_pool_alloc(pool));
+        (void)keep;
+        expect2(DOUBLE_FREE, a, ts ? "rel-pool-ts" : "rel-pool");
+        char *seq[3] = {a, b, a};
+        for (int i = 0; i < 3; i++) {
+            if (strncmp(way, "pool", 4) == 0)
+                mk_pool_free(pool, seq[i]);
+            else if (strncmp(way, "put", 3) == 0)
+                mk_pool_put(pool, seq[i]);
+            else
+                mk_free(seq[i]);
+        }
+        return;
+    }
+    if (sscanf(arg, "%15[^:]:%zu", kind, &n) != 2)
+        _exit(5);
+    mk_ctx *c = new_kind(kind, n);
+    char *a = must(mk_alloc(c, n)), *b = must(mk_alloc(c, n));
+    char *keep = must(mk_alloc(c, n)); /* (after them: a GENERATION block
+                                          with a live chunk is not rewound) */
+    (void)keep;
+    expect2(DOUBLE_FREE, a, kind_name(kind));
+    mk_free(a);
+    mk_free(b);
+    mk_free(a);
+}
+
+/* The first free is another thread's: the chunk waits on a remote list
+ * (its page's, or its context's: a full page, SLAB, GENERATION, large);
+ * the second free is the owner's (arg "KIND:SIZE:owner") or a third
+ * thread's ("KIND:SIZE:other").  "pool-ts:40:..." for a thread-safe pool
+ * (mk_pool_free). */
+static void *remote_ptr;
+static mk_pool *remote_pool;
+
+static void *free_there(void *arg)
+{
+    (void)arg;
+    if (remote_pool)
+        mk_pool_free(remote_pool, remote_ptr);
+    else
+        mk_free(remote_ptr);
+    return NULL;
+}
+
+static void free_in_thread(void *p)
+{
+    remote_ptr = p;
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_there, NULL) != 0)
+        _exit(6);
+    pthread_join(t, NULL);
+}
+
+static void case_remote(const char *arg)
+{
+    char kind[16] = "", who[16] = "";
+    size_t n = 0;
+    if (sscanf(arg, "%15[^:]:%zu:%15s", kind, &n, who) != 3)
+        _exit(5);
+    const char *name;
+    char *p;
+    if (strcmp(kind, "pool-ts") == 0) {
+        remote_pool = new_pool(1);
+        must(mk_pool_alloc(remote_pool));
+        p = must(mk_pool_alloc(remote_pool));
+        name = "rel-pool-ts";
+    } else {
+        mk_ctx *c = new_kind(kind, n);
+        must(mk_alloc(c, n));
+        p = must(mk_alloc(c, n));
+        name = kind_name(kind);
+    }
+    /* (a large or huge chunk is marked while it waits: chunk.c) */
+    expect2(DOUBLE_FREE, p, name);
+    free_in_thread(p);
+    if (strcmp(who, "owner") == 0) {
+        if (remote_pool)
+            mk_pool_free(remote_pool, p);
+        else
+            mk_free(p);
+    } else {
+        free_in_thread(p);
+    }
+}
+
+/* free of an interior pointer: arg "KIND:SIZE:OFFSET" (KIND general,
+ * slab, generation, pool, pool-put; malloc is not memkit's here). */
+static void case_interior(const char *arg)
+{
+    char kind[16] = "";
+    size_t n = 0, off = 0;
+    if (sscanf(arg, "%15[^:]:%zu:%zu", kind, &n, &off) != 3)
+        _exit(5);
+    if (strncmp(kind, "pool", 4) == 0) {
+        mk_pool *pool = new_pool(0);
+        char *p = must(mk_pool_alloc(pool));
+        must(mk_pool_alloc(pool));
+        expect3(INTERIOR, "mk_pool_free", p + off, "rel-pool");
+        if (strcmp(kind, "pool-put") == 0)
+            mk_pool_put(pool, p + off);
+        else
+            mk_pool_free(pool, p + off);
+        return;
+    }
+    mk_ctx *c = new_kind(kind, n);
+    char *p = must(mk_alloc(c, n));
+    must(mk_alloc(c, n));
+    if (n > ((size_t)4 << 20) && off >= ((size_t)4 << 20)) /* past 4 MiB */
+        rx_expect_ptr("memkit: free(): invalid pointer %p", p + off);
+    else
+        expect3(INTERIOR, "free", p + off, kind_name(kind));
+    mk_free(launder(p + off));
+}
+
+/* realloc of an interior pointer ("interior:SIZE") or of a freed chunk
+ * ("freed:SIZE"), GENERAL. */
+static void case_realloc_bad(const char *arg)
+{
+    char what[16] = "";
+    size_t n = 0;
+    if (sscanf(arg, "%15[^:]:%zu", what, &n) != 2)
+        _exit(5);
+    mk_ctx *c = new_general();
+    char *p = must(mk_alloc(c, n));
+    must(mk_alloc(c, n));
+    if (strcmp(what, "freed") == 0) {
+        mk_free(p);
+        if (n > 32768) /* a large chunk's page went back with it */
+            rx_expect_ptr("memkit: realloc(): invalid pointer %p", p);
+        else
+            expect3(FREED_CHUNK, "realloc", p, "rel-general");
+        mk_realloc(p, n * 2);
+    } else {
+        expect3(INTERIOR, "realloc", p + 16, "rel-general");
+        mk_realloc(launder(p + 16), n * 2);
+    }
+}
+
+/* A chunk freed after its context was reset (its page is the one the
+ * reset kept, rewound): arg "KIND:SIZE". */
+static void case_after_reset(const char *arg)
+{
+    char kind[16] = "";
+    size_t n = 0;
+    if (sscanf(arg, "%15[^:]:%zu", kind, &n) != 2)
+        _exit(5);
+    mk_ctx *c = new_kind(kind, n);
+    must(mk_alloc(c, n));
+    char *p = must(mk_alloc(c, n));
+    mk_ctx_reset(c);
+    expect3(INTERIOR, "free", p, kind_name(kind));
+    mk_free(launder(p));
+}
+
 /* ---- with an error handler the process goes on ------------------------------ */
 
 static char lines[16][400];
@@ -387,6 +604,34 @@ static void case_handler(const char *arg)
     static const size_t sizes[] = {8, 24, 100, 1000, 32768};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         handler_double_free(c, NULL, sizes[i], "rel-general");
+
+    /* free(a), free(b), free(a): refused, a and b handed out once each */
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        char *a = mk_alloc(c, sizes[i]), *b = mk_alloc(c, sizes[i]);
+        REQUIRE(a && b);
+        mk_free(a);
+        mk_free(b);
+        mk_free(a);
+        EXPECT_LINE(DOUBLE_FREE, a, "rel-general");
+        check_handed_out_once(c, NULL, sizes[i], a);
+    }
+    /* an interior pointer: refused, the chunk stays live */
+    char *whole = mk_alloc(c, 48);
+    REQUIRE_NOT_NULL(whole);
+    memset(whole, 5, 48);
+    mk_free(whole + 16);
+    {
+        char want[512];
+        snprintf(want, sizeof want, INTERIOR, "free", whole + 16, "rel-general");
+        th_checks++;
+        if (nlines != 1 || strcmp(lines[0], want) != 0)
+            th_fail(__FILE__, __LINE__, "handler got \"%s\", expected \"%s\"",
+                    nlines ? lines[0] : "", want);
+        nlines = 0;
+    }
+    for (int i = 0; i < 48; i++)
+        CHECK_EQ(whole[i], 5);
+    mk_free(whole);
     handler_double_free(s, NULL, 48, "rel-slab");
     handler_double_free(NULL, pool, 40, "rel-pool");
 
@@ -472,6 +717,11 @@ static const struct {
     {"pool-free-foreign", case_pool_free_foreign},
     {"link", case_link},
     {"handler", case_handler},
+    {"abab", case_abab},
+    {"remote", case_remote},
+    {"interior", case_interior},
+    {"realloc-bad", case_realloc_bad},
+    {"after-reset", case_after_reset},
 };
 
 static int rx_child(const char *name, const char *arg)
@@ -585,6 +835,66 @@ static void test_overwritten_link_secure(void)
         RX_DIES("link", args[i], SECURE);
 }
 
+/* Issue 13: a chunk freed twice wherever it is in its free list, for
+ * every small class and kind, in both modes. */
+static void test_double_free_anywhere(void)
+{
+    static const char *const args[] = {
+        "general:8",     "general:16",    "general:24",    "general:48",
+        "general:100",   "general:1000",  "general:4096",  "general:20000",
+        "general:32768", "slab:16",       "slab:48",       "slab:1000",
+        "generation:24", "generation:200", "pool:free",    "pool:pool",
+        "pool:put",      "pool:free-ts",  "pool:pool-ts",
+    };
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+        RX_DIES("abab", args[i], DEFAULT);
+        RX_DIES("abab", args[i], SECURE);
+    }
+}
+
+/* Issue 13: the first free was another thread's. */
+static void test_double_free_remote(void)
+{
+    static const char *const args[] = {
+        "general:24:owner",    "general:24:other",   "general:1000:owner",
+        "general:32768:owner", "general:100000:owner", "general:3145728:other",
+        "slab:48:owner",       "slab:48:other",      "generation:64:owner",
+        "generation:64:other", "pool-ts:40:owner",   "pool-ts:40:other",
+    };
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+        RX_DIES("remote", args[i], DEFAULT);
+        RX_DIES("remote", args[i], SECURE);
+    }
+}
+
+/* Issue 13: addresses that are not the start of a live chunk. */
+static void test_not_a_chunk(void)
+{
+    static const char *const interior[] = {
+        "general:48:16",       "general:24:8",        "general:1000:512",
+        "general:32768:16",    "general:100000:4096", "general:100000:1",
+        "general:3145728:4096", "general:9437184:5242880", "slab:48:16",
+        "slab:100:8",          "generation:64:16",    "generation:64:1",
+        "pool:40:16",          "pool-put:40:8",
+    };
+    for (size_t i = 0; i < sizeof interior / sizeof interior[0]; i++) {
+        RX_DIES("interior", interior[i], DEFAULT);
+        RX_DIES("interior", interior[i], SECURE);
+    }
+    static const char *const realloc_bad[] = {"interior:48", "freed:48",
+                                              "freed:100000"};
+    for (size_t i = 0; i < 3; i++) {
+        RX_DIES("realloc-bad", realloc_bad[i], DEFAULT);
+        RX_DIES("realloc-bad", realloc_bad[i], SECURE);
+    }
+    static const char *const reset[] = {"general:48", "slab:48",
+                                        "generation:64"};
+    for (size_t i = 0; i < 3; i++) {
+        RX_DIES("after-reset", reset[i], DEFAULT);
+        RX_DIES("after-reset", reset[i], SECURE);
+    }
+}
+
 static void test_handler(void)
 {
     RX_LIVES("handler", "default", DEFAULT);
@@ -605,6 +915,9 @@ int main(int argc, char **argv)
     RUN(test_foreign_default);
     RUN(test_realloc_foreign_default);
     RUN(test_overwritten_link_secure);
+    RUN(test_double_free_anywhere);
+    RUN(test_double_free_remote);
+    RUN(test_not_a_chunk);
     RUN(test_handler);
     return th_done();
 }
