@@ -168,6 +168,10 @@ int mki_chunk_is_zero(const void *p, size_t n);
 /* The context of live chunk @p, validated as mk_ctx_of validates it but
  * reported under the name of function @fn (realloc); NULL if reported. */
 mk_ctx *mki_chunk_ctx(const void *p, const char *fn);
+/* Secure mode: are the guard words around chunk @p of @pg intact (page.h;
+ * GENERATION: the next chunk's header)?  Reports the chunk written past
+ * its end and returns 0 if not. */
+int mki_chunk_guard_ok(mki_page *pg, const void *p);
 /* Queue chunk @p, freed by a thread that does not own @ctx, for the owner. */
 void mki_chunk_remote_push(mk_ctx *ctx, void *p);
 

@@ -275,6 +275,8 @@ static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
             mki_slab_free_checked(pg, obj); /* reports */
             return;
         }
+        if (c->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, obj))
+            return;
         mki_chunk_set_freed(obj); /* before it is on the remote list */
         mki_chunk_remote_push(c, obj);
     } else if (c->fast_kind != MK_SLAB) { /* secure mode: encoded links */

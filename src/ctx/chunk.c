@@ -200,6 +200,22 @@ static int chunk_valid(mki_page *pg, const void *p, const char *fn)
     return 0;
 }
 
+int mki_chunk_guard_ok(mki_page *pg, const void *p)
+{
+    const void *broken = NULL;
+    if (pg->kind == MKI_PAGE_SMALL || pg->kind == MKI_PAGE_LARGE) {
+        broken = mki_guard_broken(pg, p);
+    } else if (pg->kind == MKI_PAGE_BLOCK && pg->ctx->kind == MK_GENERATION) {
+        /* GENERATION chunks are followed by the next one's header */
+        broken = mki_gen_next_broken(pg, p);
+    }
+    if (MKI_LIKELY(!broken))
+        return 1;
+    mki_error_report("write past the end of a chunk (into its neighbour)",
+                     broken, pg->ctx);
+    return 0;
+}
+
 MKI_NOINLINE void mki_chunk_free_checked(void *p)
 {
     if (!p)
@@ -241,6 +257,8 @@ MKI_NOINLINE void mki_chunk_free_slow(mki_page *pg, void *p)
         return;
     if (ops->no_free)
         return;
+    if (ctx->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, p))
+        return; /* reported; the chunk is left as it is */
     /* marked freed before it is on any list (page.h, generation.h) */
     if (pg->kind == MKI_PAGE_SMALL)
         mki_chunk_set_freed(p);

@@ -382,15 +382,33 @@ void *mki_general_alloc_slow(mki_general *g, size_t size)
 }
 
 /* Secure mode's allocation: the fast path's work, with the link read
- * through the encoded, checked accessor (page.h). */
+ * through the encoded, checked accessor (page.h), for @size bytes and a
+ * guard word after them (page.h), in a class that is a multiple of 16 (a
+ * request of 9..16 bytes plus its guard would otherwise land in the
+ * 8-aligned 24-byte class). */
 void *mki_general_alloc_secure(mki_general *g, size_t size)
 {
-    if (size <= MKI_SMALL_MAX) {
-        mki_page *pg = mki_general_page_for(g, size);
-        if (pg->free)
-            return take(g, pg);
+    if (size > MKI_SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
     }
-    return mki_general_alloc_slow(g, size);
+    size_t need = mki_class_malloc_size(size + MKI_GUARD);
+    void *p = NULL;
+    if (need <= MKI_SMALL_MAX) {
+        mki_page *pg = mki_general_page_for(g, need);
+        if (MKI_LIKELY(pg->free != NULL)) {
+            p = take(g, pg);
+            mki_guard_set(pg, p);
+            return p;
+        }
+    }
+    p = mki_general_alloc_slow(g, need);
+    if (p) {
+        mki_page *pg = mki_page_of(p);
+        if (pg->kind != MKI_PAGE_HUGE)
+            mki_guard_set(pg, p);
+    }
+    return p;
 }
 
 /* Secure mode's free of a chunk of a small page the caller owns and that
@@ -414,14 +432,23 @@ static void *general_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
         errno = ENOMEM;
         return NULL;
     }
+    int guard = ctx->fast_kind == MKI_KIND_SECURE;
+    if (guard)
+        size += MKI_GUARD; /* (page.h) */
+    void *p = NULL;
     if (size <= MKI_SMALL_MAX && align <= MKI_SMALL_MAX) {
         /* A class whose size is a multiple of align: its pages are aligned
          * to their (power-of-two) size, which is >= the chunk size. */
-        for (unsigned c = mki_class_of(size); c < MKI_NCLASS; c++)
-            if (mki_class_size[c] % align == 0)
-                return class_alloc(g, c);
+        unsigned c = mki_class_of(size);
+        while (mki_class_size[c] % align != 0) /* (32 KiB always is) */
+            c++;
+        p = class_alloc(g, c);
+    } else {
+        p = large_alloc(g, size, align);
     }
-    return large_alloc(g, size, align);
+    if (p && guard && mki_page_of(p)->kind != MKI_PAGE_HUGE)
+        mki_guard_set(mki_page_of(p), p);
+    return p;
 }
 
 /* ---- freeing (owner thread) ---------------------------------------------- */
@@ -518,9 +545,12 @@ void mki_general_collect(mk_ctx *ctx)
 static size_t general_usable_size(const mki_page *pg, const void *p)
 {
     (void)p;
+    /* secure mode: up to the guard word (page.h) */
+    size_t guard = pg->ctx->fast_kind == MKI_KIND_SECURE &&
+                           pg->kind != MKI_PAGE_HUGE ? MKI_GUARD : 0;
     if (pg->kind == MKI_PAGE_SMALL)
-        return pg->chunk_size;
-    return (size_t)(pg->end - pg->start);
+        return pg->chunk_size - guard;
+    return (size_t)(pg->end - pg->start) - guard;
 }
 
 static void *general_realloc(mki_page *pg, void *p, size_t size)
@@ -535,9 +565,13 @@ static void *general_realloc(mki_page *pg, void *p, size_t size)
         mki_page_list_push(&g->large, np ? np : pg);
         return np ? np->start : NULL;
     }
-    if (pg->kind == MKI_PAGE_LARGE && size > old && size <= MKI_LARGE_MAX &&
-        g_fast(pg->ctx) && mki_segment_page_grow(pg, size) == 0)
+    size_t guard = pg->ctx->fast_kind == MKI_KIND_SECURE ? MKI_GUARD : 0;
+    if (pg->kind == MKI_PAGE_LARGE && size > old && size + guard <= MKI_LARGE_MAX &&
+        g_fast(pg->ctx) && mki_segment_page_grow(pg, size + guard) == 0) {
+        if (guard)
+            mki_guard_set(pg, p); /* at the new end */
         return p; /* the units after it were free: grown in place */
+    }
     /* a chunk of an 8-aligned class cannot stay for a size that mk_alloc
      * would align to 16 */
     size_t align = (size <= 8 || (size > 16 && size <= 24)) ? 8 : 16;

@@ -66,6 +66,21 @@ MKI_INLINE void mki_gen_mark_dead(void *p)
     memcpy((char *)p - MKI_GEN_HDR + 4, &dead, 4);
 }
 
+/* Secure mode: the chunk after validated chunk @p of block @pg, if there
+ * is one, must have a header (live or dead: a write past @p's end went
+ * into it otherwise); returns @p if it has not, else NULL. */
+MKI_INLINE const void *mki_gen_next_broken(const mki_page *pg, const char *p)
+{
+    uint32_t w[2];
+    memcpy(w, p - MKI_GEN_HDR, sizeof w);
+    const char *next = p + w[0] + MKI_GEN_HDR;
+    const char *ext = __atomic_load_n(&((mki_page *)pg)->extend, __ATOMIC_RELAXED);
+    if (next + MKI_GEN_HDR > ext)
+        return NULL; /* the block's last chunk */
+    memcpy(w, next - MKI_GEN_HDR, sizeof w);
+    return w[1] == mki_gen_live(next) || w[1] == mki_gen_dead(next) ? NULL : p;
+}
+
 /* Free a (validated, marked) chunk of block @pg from the owner thread: the
  * block counts one chunk less. */
 MKI_INLINE void mki_gen_free_fast(mki_page *pg)

@@ -244,6 +244,8 @@ void *mki_slab_alloc_chunk(mki_slab *s)
     void *b = mki_page_take(pg);
     if (s->base.fast_kind != MKI_KIND_SLOW)
         mki_chunk_set_live(b); /* (instrumented chunks are poisoned) */
+    if (s->base.fast_kind == MKI_KIND_SECURE)
+        mki_guard_set(pg, b);
     if (s->front) /* its position test follows the page's */
         s->front->limit = pg->pos_limit;
     if (pg->used > pg->hi)
@@ -273,6 +275,8 @@ void mki_slab_free_checked(mki_page *pg, void *p)
         mki_error_double_free(p, pg->ctx);
         return;
     }
+    if (pg->ctx->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, p))
+        return;
     mki_chunk_set_freed(p);
     mki_slab_free_chunk(pg, p);
 }
@@ -329,7 +333,8 @@ static void *slab_realloc(mki_page *pg, void *p, size_t size)
 static size_t slab_usable_size(const mki_page *pg, const void *p)
 {
     (void)p;
-    return pg->chunk_size;
+    return pg->chunk_size -
+           (pg->ctx->fast_kind == MKI_KIND_SECURE ? MKI_GUARD : 0);
 }
 
 typedef void (*page_fn)(mki_page *pg, void *arg);
@@ -451,7 +456,9 @@ static int slab_init(mk_ctx *ctx, const mk_ctx_opts *opts)
     }
     if (align < 8)
         align = 8; /* a free chunk holds a pointer */
-    size_t extra = ctx->fast_kind == MKI_KIND_SLOW ? MKI_INSTR_TAIL : 0;
+    size_t extra = ctx->fast_kind == MKI_KIND_SLOW     ? MKI_INSTR_TAIL
+                   : ctx->fast_kind == MKI_KIND_SECURE ? MKI_GUARD
+                                                       : 0; /* (page.h) */
     size_t slot = (size + extra + align - 1) & ~(align - 1);
     if (slot < 16)
         slot = 16; /* a free chunk holds its link and its double-free key */

@@ -122,14 +122,22 @@ MKI_INLINE int mki_page_is_chunk(const mki_page *pg, const void *q)
     return off * pg->pos_magic < pg->pos_limit;
 }
 
-/* The same for every small page, by division (slow paths; any thread:
- * `extend` is read once, relaxed). */
+/* The same for every small page and any address @q (slow paths; any
+ * thread: the position test's limit and `extend` are read relaxed): the
+ * multiply where the page has it, else a division. */
 MKI_INLINE int mki_page_is_chunk_exact(const mki_page *pg, const void *q)
 {
-    const char *c = q, *ext = __atomic_load_n(&((mki_page *)pg)->extend,
-                                              __ATOMIC_RELAXED);
-    return c >= pg->start && c < ext &&
-           (size_t)(c - pg->start) % pg->chunk_size == 0;
+    const char *c = q;
+    if ((uintptr_t)c - (uintptr_t)pg->start >= pg->size)
+        return 0;
+    if (MKI_LIKELY(pg->pos_magic != 0)) {
+        uint32_t off = (uint32_t)(c - pg->start);
+        return off * pg->pos_magic <
+               __atomic_load_n(&((mki_page *)pg)->pos_limit, __ATOMIC_RELAXED);
+    }
+    const char *ext = __atomic_load_n(&((mki_page *)pg)->extend,
+                                      __ATOMIC_RELAXED);
+    return c < ext && (size_t)(c - pg->start) % pg->chunk_size == 0;
 }
 
 /* ---- the double-free key ------------------------------------------------------
@@ -152,6 +160,50 @@ MKI_INLINE void mki_chunk_set_freed(void *p)
     ((uintptr_t *)p)[1] = mki_free_key;
 }
 MKI_INLINE void mki_chunk_set_live(void *p) { ((uintptr_t *)p)[1] = 0; }
+
+/* ---- secure mode: guard words --------------------------------------------------
+ * MEMKIT_SECURE=1 and up: the last 8 bytes of every chunk of a small or
+ * large page of a secure context hold a guard word, a value only memkit
+ * knows for that address (its secret, the chunk's address), written when
+ * the chunk is handed out and never by the program (the chunk's usable
+ * size stops before it).  A write past the end of a chunk into its
+ * neighbour crosses it, and is reported when either of the two is freed:
+ * a free checks its chunk's guard and the one of the chunk before it in
+ * its page (chunk.c).  A freed 16-byte chunk holds its double-free key
+ * where its guard was (its second word), which passes too.  Huge chunks
+ * have no guard (their neighbour is another mapping; MEMKIT_SECURE=2 puts
+ * a guard page after them). */
+#define MKI_GUARD 8u
+MKI_INLINE uintptr_t mki_guard_value(const void *chunk)
+{
+    return ((uintptr_t)chunk * 0x9E3779B97F4A7C15ull) ^ mki_link_key;
+}
+/* Where the guard of @chunk of small or large page @pg is. */
+MKI_INLINE uintptr_t *mki_guard_at(const mki_page *pg, const void *chunk)
+{
+    return (uintptr_t *)(pg->kind == MKI_PAGE_SMALL
+                             ? (char *)chunk + pg->chunk_size - MKI_GUARD
+                             : pg->end - MKI_GUARD);
+}
+MKI_INLINE void mki_guard_set(const mki_page *pg, void *chunk)
+{
+    *mki_guard_at(pg, chunk) = mki_guard_value(chunk);
+}
+/* The chunk whose guard a write past its end broke, among @chunk and the
+ * chunk before it in small page @pg (large: @chunk alone), or NULL. */
+MKI_INLINE const void *mki_guard_broken(const mki_page *pg, const char *chunk)
+{
+    if (*mki_guard_at(pg, chunk) != mki_guard_value(chunk))
+        return chunk;
+    if (pg->kind == MKI_PAGE_SMALL && chunk > pg->start) {
+        const char *prev = chunk - pg->chunk_size;
+        uintptr_t w = ((const uintptr_t *)chunk)[-1];
+        if (w != mki_guard_value(prev) &&
+            !(pg->chunk_size == 16 && w == mki_free_key))
+            return prev;
+    }
+    return NULL;
+}
 
 /* The calling thread's identity (os.h: unique for the life of the process,
  * so a thread that reuses a dead thread's stack, or one a forked child
@@ -197,14 +249,6 @@ MKI_INLINE int mki_page_has_chunk(const mki_page *pg)
     return pg->free != NULL || pg->extend < pg->end;
 }
 
-/* Is @q the start of a chunk of small page @pg (handed out or not)? */
-MKI_INLINE int mki_page_holds(const mki_page *pg, const void *q)
-{
-    const char *c = q;
-    return c >= pg->start && c < pg->end &&
-           (size_t)(c - pg->start) % pg->chunk_size == 0;
-}
-
 /* A free chunk's link word does not lead to a chunk of its page (a write to
  * freed memory, or a forged link): report it; returns the list's new head
  * (none: the rest of the list is dropped). */
@@ -219,7 +263,7 @@ MKI_INLINE void *mki_page_take(mki_page *pg)
     if (b) {
         void *next = mki_link_get(b);
         if ((MK_CONFIG_CHECK || mki_secure) && next &&
-            MKI_UNLIKELY(!mki_page_holds(pg, next)))
+            MKI_UNLIKELY(!mki_page_is_chunk_exact(pg, next)))
             next = mki_page_bad_link(pg, b);
         pg->free = next;
     } else {

@@ -29,7 +29,10 @@
  * chunk: "memkit: FN(): invalid pointer P (not the start of a chunk of
  * context thread)" ("(a freed chunk ...)"); past a huge chunk's first
  * 4 MiB, "memkit: free(): invalid pointer P"; free() of a page of our own
- * from mmap, in the default mode too.
+ * from mmap, in the default mode too.  MEMKIT_SECURE=1: a write past the
+ * end of a chunk into its neighbour, when either is freed: "memkit: write
+ * past the end of a chunk (into its neighbour): pointer P (context
+ * "thread")".
  * With an error handler (mk_set_error_handler, found with dlsym as a
  * program that knows of memkit would) the process goes on: free() twice
  * hands the chunk out once, realloc() of a stack pointer returns NULL.
@@ -42,6 +45,7 @@
 #include "wrong/reexec.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/mman.h>
 
@@ -240,6 +244,25 @@ static void case_realloc_bad(const char *arg)
     }
 }
 
+/* Secure mode: arg "SIZE:self|next": a write past a's end into b */
+static void case_overflow(const char *arg)
+{
+    size_t n = 0;
+    char which[16] = "";
+    if (sscanf(arg, "%zu:%15s", &n, which) != 2)
+        _exit(5);
+    char *a = must(malloc(n)), *b = must(malloc(n));
+    size_t usable = malloc_usable_size(a);
+    if (b != a + usable + 8) {
+        printf("%p and %p are not neighbours\n", (void *)a, (void *)b);
+        _exit(8);
+    }
+    memset(launder(a), 'x', usable + 12);
+    rx_expect_ptr("memkit: write past the end of a chunk (into its "
+                  "neighbour): pointer %p (context \"thread\")", a);
+    free(strcmp(which, "self") == 0 ? a : b);
+}
+
 static char lines[8][400];
 static int nlines;
 
@@ -273,7 +296,7 @@ static void case_handler(const char *arg)
         exit(8);
     }
     set_handler(handler, NULL);
-    static const size_t sizes[] = {8, 100, 1000, 32768};
+    static const size_t sizes[] = {8, 100, 1000, 32760};
     for (int s = 0; s < 4; s++) {
         char *keep = malloc(sizes[s]), *p = malloc(sizes[s]);
         if (!keep || !p)
@@ -325,6 +348,7 @@ static const struct {
     {"remote", case_remote},
     {"interior", case_interior},
     {"realloc-bad", case_realloc_bad},
+    {"overflow", case_overflow},
 };
 
 static int rx_child(const char *name, const char *arg)
@@ -357,7 +381,7 @@ static void test_preloaded(void)
 static void test_double_free(void)
 {
     static const char *const sizes[] = {"8",    "24",    "100",   "1000",
-                                        "4096", "20000", "32768", "65536",
+                                        "4096", "20000", "32760", "65536",
                                         "3145728"};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         RX_DIES("double-free", sizes[i], DEFAULT);
@@ -385,7 +409,7 @@ static void test_foreign(void)
 static void test_double_free_anywhere(void)
 {
     static const char *const sizes[] = {"8", "24", "48", "100", "1000",
-                                        "4096", "32768"};
+                                        "4096", "32760"};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         RX_DIES("abab", sizes[i], DEFAULT);
         RX_DIES("abab", sizes[i], SECURE);
@@ -411,6 +435,16 @@ static void test_not_a_chunk(void)
     RX_DIES("realloc-bad", "interior:48", DEFAULT);
     RX_DIES("realloc-bad", "freed:48", DEFAULT);
     RX_DIES("realloc-bad", "freed:48", SECURE);
+}
+
+/* Secure mode: a write past the end of a chunk into its neighbour. */
+static void test_overflow_secure(void)
+{
+    static const char *const args[] = {"8:self", "8:next", "24:self",
+                                       "24:next", "100:next", "1000:self",
+                                       "32760:next"};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++)
+        RX_DIES("overflow", args[i], SECURE);
 }
 
 static void test_overwritten_link_secure(void)
@@ -440,6 +474,7 @@ int main(int argc, char **argv)
     RUN(test_overwritten_link_secure);
     RUN(test_double_free_anywhere);
     RUN(test_not_a_chunk);
+    RUN(test_overflow_secure);
     RUN(test_handler);
     return th_done();
 }

@@ -41,7 +41,11 @@
  * realloc): "memkit: FN(): invalid pointer P (not the start of a chunk of
  * context NAME)" ("(a freed chunk of context NAME)"), or, past a huge
  * chunk's first 4 MiB, "memkit: free(): invalid pointer P".  With a
- * handler, nothing is handed out twice.
+ * handler, nothing is handed out twice.  Secure mode: a write past the
+ * end of a chunk into its neighbour, reported when either is freed:
+ * "memkit: write past the end of a chunk (into its neighbour): pointer P
+ * (context "NAME")" (GENERAL small and large chunks, SLAB, pools,
+ * GENERATION).
  * With mk_set_error_handler the same errors reach the handler, one line
  * each, and the program goes on: the second free is abandoned (the chunk is
  * handed out once, not twice), realloc returns NULL, a bad link drops the
@@ -523,6 +527,52 @@ static void case_after_reset(const char *arg)
     mk_free(launder(p));
 }
 
+/* Secure mode: a write past the end of a chunk into its neighbour (its
+ * usable size + 8 + 4 bytes), reported when the chunk itself is freed
+ * ("self") or its neighbour is ("next"): arg "KIND:SIZE:WHICH", KIND
+ * general, slab, pool, generation. */
+static const char OVERFLOW[] = "memkit: write past the end of a chunk (into "
+                               "its neighbour): pointer %p (context \"%s\")";
+
+static void case_overflow(const char *arg)
+{
+    char kind[16] = "", which[16] = "";
+    size_t n = 0;
+    if (sscanf(arg, "%15[^:]:%zu:%15s", kind, &n, which) != 3)
+        _exit(5);
+    mk_pool *pool = NULL;
+    mk_ctx *c = NULL;
+    const char *name;
+    if (strcmp(kind, "pool") == 0) {
+        pool = new_pool(0);
+        name = "rel-pool";
+    } else {
+        c = new_kind(kind, n);
+        name = kind_name(kind);
+    }
+    char *a = must(pool ? mk_pool_alloc(pool) : mk_alloc(c, n));
+    char *b = must(pool ? mk_pool_alloc(pool) : mk_alloc(c, n));
+    int large = n > 32760;
+    if (b != a + mk_usable_size(a) + 8 && !large) {
+        printf("%p and %p are not neighbours\n", (void *)a, (void *)b);
+        _exit(8);
+    }
+    /* past the guard (GENERATION: the next header) into the neighbour;
+     * a large chunk's neighbour is another page: into its guard only */
+    size_t over = mk_usable_size(a) + (large ? 4 : 8 + 4);
+    memset(launder(a), 'x', over);
+    void *victim = strcmp(which, "self") == 0 ? a : b;
+    if (victim == b && strcmp(kind, "generation") == 0) /* b's header went:
+                                                           b is no chunk */
+        expect3(INTERIOR, "free", b, name);
+    else
+        expect2(OVERFLOW, a, name);
+    if (pool)
+        mk_pool_free(pool, victim);
+    else
+        mk_free(victim);
+}
+
 /* ---- with an error handler the process goes on ------------------------------ */
 
 static char lines[16][400];
@@ -601,7 +651,7 @@ static void case_handler(const char *arg)
     mk_pool *pool = new_pool(0);
 
     /* double frees at the head of a list */
-    static const size_t sizes[] = {8, 24, 100, 1000, 32768};
+    static const size_t sizes[] = {8, 24, 100, 1000, 32760};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         handler_double_free(c, NULL, sizes[i], "rel-general");
 
@@ -722,6 +772,7 @@ static const struct {
     {"interior", case_interior},
     {"realloc-bad", case_realloc_bad},
     {"after-reset", case_after_reset},
+    {"overflow", case_overflow},
 };
 
 static int rx_child(const char *name, const char *arg)
@@ -743,10 +794,12 @@ static int rx_child(const char *name, const char *arg)
 }
 
 /* ---- the tests (in the parent) -------------------------------------------------- */
+/* (32760 bytes: the largest class's size in both modes; secure mode's
+ * guard word makes 32768 bytes a large chunk, page.h) */
 
 static const char *const small_sizes[] = {"8",   "16",   "24",   "48",  "100",
                                           "256", "1000", "4096", "20000",
-                                          "32768"};
+                                          "32760"};
 #define NSMALL (sizeof small_sizes / sizeof small_sizes[0])
 
 static void test_double_free_small(void)
@@ -756,7 +809,7 @@ static void test_double_free_small(void)
         RX_DIES("double-free", small_sizes[i], SECURE);
     }
     RX_DIES("double-free-full", "100", DEFAULT);
-    RX_DIES("double-free-full", "32768", DEFAULT);
+    RX_DIES("double-free-full", "32760", DEFAULT);
     RX_DIES("double-free-full", "100", SECURE);
     RX_DIES("double-free-heap", "24", DEFAULT);
     RX_DIES("double-free-heap", "24", SECURE);
@@ -823,7 +876,7 @@ static void test_overwritten_link_secure(void)
     static const char *const args[] = {
         "general:8:forge:head",    "general:24:forge:head",
         "general:100:forge:head",  "general:1000:forge:head",
-        "general:8192:forge:head", "general:32768:forge:head",
+        "general:8192:forge:head", "general:32760:forge:head",
         "general:100:zero:head",   "general:100:forge:deep",
         "general:24:zero:deep",    "slab:48:forge:head",
         "slab:8:forge:head",       "slab:200:zero:head",
@@ -842,7 +895,7 @@ static void test_double_free_anywhere(void)
     static const char *const args[] = {
         "general:8",     "general:16",    "general:24",    "general:48",
         "general:100",   "general:1000",  "general:4096",  "general:20000",
-        "general:32768", "slab:16",       "slab:48",       "slab:1000",
+        "general:32760", "slab:16",       "slab:48",       "slab:1000",
         "generation:24", "generation:200", "pool:free",    "pool:pool",
         "pool:put",      "pool:free-ts",  "pool:pool-ts",
     };
@@ -857,7 +910,7 @@ static void test_double_free_remote(void)
 {
     static const char *const args[] = {
         "general:24:owner",    "general:24:other",   "general:1000:owner",
-        "general:32768:owner", "general:100000:owner", "general:3145728:other",
+        "general:32760:owner", "general:100000:owner", "general:3145728:other",
         "slab:48:owner",       "slab:48:other",      "generation:64:owner",
         "generation:64:other", "pool-ts:40:owner",   "pool-ts:40:other",
     };
@@ -872,7 +925,7 @@ static void test_not_a_chunk(void)
 {
     static const char *const interior[] = {
         "general:48:16",       "general:24:8",        "general:1000:512",
-        "general:32768:16",    "general:100000:4096", "general:100000:1",
+        "general:32760:16",    "general:100000:4096", "general:100000:1",
         "general:3145728:4096", "general:9437184:5242880", "slab:48:16",
         "slab:100:8",          "generation:64:16",    "generation:64:1",
         "pool:40:16",          "pool-put:40:8",
@@ -893,6 +946,23 @@ static void test_not_a_chunk(void)
         RX_DIES("after-reset", reset[i], DEFAULT);
         RX_DIES("after-reset", reset[i], SECURE);
     }
+}
+
+/* Secure mode: a write past the end of a chunk into its neighbour is
+ * reported when either is freed. */
+static void test_overflow_secure(void)
+{
+    static const char *const args[] = {
+        "general:8:self",     "general:8:next",     "general:16:self",
+        "general:24:next",    "general:48:self",    "general:100:next",
+        "general:1000:self",  "general:4096:next",  "general:32760:self",
+        "general:32760:next", "general:100000:self", "slab:40:self",
+        "slab:40:next",       "slab:8:next",        "pool:40:self",
+        "pool:40:next",       "generation:40:self", "generation:200:self",
+        "generation:40:next",
+    };
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++)
+        RX_DIES("overflow", args[i], SECURE);
 }
 
 static void test_handler(void)
@@ -918,6 +988,7 @@ int main(int argc, char **argv)
     RUN(test_double_free_anywhere);
     RUN(test_double_free_remote);
     RUN(test_not_a_chunk);
+    RUN(test_overflow_secure);
     RUN(test_handler);
     return th_done();
 }
