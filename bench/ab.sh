@@ -8,9 +8,10 @@
 #   bench/ab.sh OLD/libmemkit-malloc.so NEW/libmemkit-malloc.so [RUNS] [CELLS]
 #
 # CELLS: w2m (the four W2M cells), w1m (W1M's quick grid, 8 B..1 KiB x
-# 1 KiB..64 MiB), or both (the default).  Output: one line per cell, ns per
-# operation of A and B and B/A (< 1: B faster), then the geometric mean of
-# B/A per workload.  Needs build/bench/memkit-bench-malloc (make).
+# 1 KiB..64 MiB), or both (the default).  Output: one line per cell, the
+# median ns per operation of A and of B and the median of the runs' B/A
+# ratios (each pair run back to back; < 1: B faster), then the geometric
+# mean of those per workload.  Needs build/bench/memkit-bench-malloc (make).
 set -eu
 a=$1
 b=$2
@@ -48,7 +49,10 @@ cell() {
   done
   ma=$(median < /tmp/ab.$$.a)
   mb=$(median < /tmp/ab.$$.b)
-  awk -v n="$name" -v a="$ma" -v b="$mb" 'BEGIN { printf "%-26s %9.2f %9.2f %7.3f\n", n, a, b, b / a }'
+  # the ratio of each pair (run back to back: drift on a shared machine
+  # falls on both), and their median
+  mr=$(paste /tmp/ab.$$.a /tmp/ab.$$.b | awk '{ print $2 / $1 }' | median)
+  awk -v n="$name" -v a="$ma" -v b="$mb" -v r="$mr" 'BEGIN { printf "%-26s %9.2f %9.2f %7.3f\n", n, a, b, r }'
 }
 
 AB_ENV=${AB_ENV:-env}

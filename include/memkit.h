@@ -436,12 +436,21 @@ typedef struct mk_pool_front {
                               starts an object the pool has handed out */
 } mk_pool_front;
 
-/* The second word of an object (memcpy: the object's own type is the
- * program's, and these accesses must not be reordered across its). */
+/* The pools' inline functions read and write a freed object's first two
+ * words with memcpy: the object's own type is the program's, and these
+ * accesses must not be reordered across its (with GNU C, the builtin, so
+ * that -fno-builtin leaves them a move). */
+#if defined(__GNUC__) || defined(__clang__)
+#define MK_POOL_COPY_(d, s, n) __builtin_memcpy(d, s, n)
+#else
+#define MK_POOL_COPY_(d, s, n) memcpy(d, s, n)
+#endif
+
+/* The second word of an object. */
 static inline uintptr_t mk_pool_word1_(const void *obj)
 {
     uintptr_t w;
-    memcpy(&w, (const char *)obj + sizeof(void *), sizeof w);
+    MK_POOL_COPY_(&w, (const char *)obj + sizeof(void *), sizeof w);
     return w;
 }
 
@@ -452,8 +461,8 @@ static inline void *mk_pool_get(mk_pool *pool)
     void *obj = f->head;
     if (obj) {
         uintptr_t live = 0;
-        memcpy(&f->head, obj, sizeof(void *));
-        memcpy((char *)obj + sizeof(void *), &live, sizeof live);
+        MK_POOL_COPY_(&f->head, obj, sizeof(void *));
+        MK_POOL_COPY_((char *)obj + sizeof(void *), &live, sizeof live);
         f->count--;
         return obj;
     }
@@ -469,8 +478,8 @@ static inline void mk_pool_put(mk_pool *pool, void *obj)
     uintptr_t off = (uintptr_t)obj - f->lo, key = f->key;
     if (off < f->span && (uint32_t)((uint32_t)off * f->magic) < f->limit &&
         f->count < f->room && mk_pool_word1_(obj) != key) {
-        memcpy(obj, &f->head, sizeof(void *));
-        memcpy((char *)obj + sizeof(void *), &key, sizeof key);
+        MK_POOL_COPY_(obj, &f->head, sizeof(void *));
+        MK_POOL_COPY_((char *)obj + sizeof(void *), &key, sizeof key);
         f->head = obj;
         f->count++;
         return;

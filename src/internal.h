@@ -326,6 +326,8 @@ enum mki_option {
     MKI_OPT_SECURE,             /* secure mode (fixed at start) */
     MKI_OPT_VERBOSE,            /* print the options at start */
     MKI_OPT_STATS,              /* print the process figures at exit */
+    MKI_OPT_ARENA_MB,           /* the arena of normal segments (fixed at
+                                   start) */
     MKI_OPT_COUNT
 };
 extern _Atomic long mki_options[MKI_OPT_COUNT];

@@ -64,6 +64,11 @@ static const option_def defs[MKI_OPT_COUNT] = {
     /* Print the process figures at exit: 1 "text", 2 "json"; on stderr, or
      * in the file MEMKIT_STATS_FILE names. */
     [MKI_OPT_STATS] = {"stats", "MEMKIT_STATS", 0, 2, stats_words},
+    /* Address space reserved at start for the normal segments, in MiB
+     * (segment.c; the system may grant less): their frees take the fast
+     * path.  0: none, every segment a mapping of its own (frees take the
+     * slow path).  Read at start only. */
+    [MKI_OPT_ARENA_MB] = {"arena_mb", "MEMKIT_ARENA_MB", 0, 64 << 10},
 };
 
 /* The defaults (docs/OPTIONS.md lists them too). */
@@ -75,6 +80,7 @@ _Atomic long mki_options[MKI_OPT_COUNT] = {
     [MKI_OPT_SECURE] = MEMKIT_SECURE_DEFAULT,
     [MKI_OPT_VERBOSE] = 0,
     [MKI_OPT_STATS] = 0,
+    [MKI_OPT_ARENA_MB] = 64 << 10,
 };
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
@@ -183,8 +189,9 @@ int mk_option_set(const char *name, long value)
         errno = EINVAL;
         return -1;
     }
-    if (i == MKI_OPT_SECURE && value != mki_options[i]) {
-        errno = EPERM; /* decided at start (MEMKIT_SECURE) */
+    if ((i == MKI_OPT_SECURE || i == MKI_OPT_ARENA_MB) &&
+        value != mki_options[i]) {
+        errno = EPERM; /* decided at start (MEMKIT_SECURE, _ARENA_MB) */
         return -1;
     }
     atomic_store(&mki_options[i], value);

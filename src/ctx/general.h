@@ -62,14 +62,17 @@ void mki_chunk_free_slow(mki_page *pg, void *p);
 /* Out of line, cold: the fast path's test failed on a chunk of an owned
  * small page: report it (not the start of a chunk, or freed already). */
 void mki_chunk_free_bad(mki_page *pg, void *p);
-/* Out of line: @p is in no normal segment (NULL, a huge chunk, or memory
- * memkit does not hold, which is reported, not followed). */
+/* Out of line: @p is not in the arena (NULL, a huge chunk, a segment
+ * outside the arena, or memory memkit does not hold, which is reported,
+ * not followed). */
 void mki_chunk_free_checked(void *p);
 
 /* mk_free and free: the fast path of the release build.  In words: the
- * pointer's 4 MiB must be a normal segment of memkit's (a bit map: a stack,
- * a global, another heap, a huge chunk go to the checked path, which
- * reports what memkit does not hold rather than follow it); its page must
+ * pointer must be in the arena of normal segments (a subtraction and a
+ * comparison: a stack, a global, another heap, a huge chunk go to the
+ * checked path, which reports what memkit does not hold rather than follow
+ * it, and finds its huge chunks and any segment outside the arena); its
+ * page must
  * be one this thread's fast path may push to; the pointer must start a
  * chunk the page has handed out (one multiply) and the chunk must not hold
  * its double-free key (page.h) - a free of an interior pointer or of a
@@ -77,7 +80,7 @@ void mki_chunk_free_checked(void *p);
  * the chunk gets its key and its link, and the page its count. */
 MKI_INLINE void mki_chunk_free(void *p)
 {
-    if (MKI_UNLIKELY(!mki_segment_known(p))) {
+    if (MKI_UNLIKELY(!mki_segment_fast(p))) {
         mki_chunk_free_checked(p);
         return;
     }

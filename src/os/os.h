@@ -97,6 +97,47 @@ extern _Thread_local uintptr_t mki_os_self
 uintptr_t mki_os_self_assign(void);
 
 /*
+ * The arena: one reservation of address space, made once, from which the
+ * caller carves equal, aligned pieces (segment.c: its normal segments).
+ * What it buys is a contiguous range: "is this pointer in a piece handed
+ * out?" is a subtraction and a comparison (mki_os_arena), with no lookup,
+ * and everything in that range is mapped (read-write; a piece given back
+ * reads as zeros), so a pointer that passes may be followed without a
+ * fault.  The reservation is PROT_NONE (it costs no memory and no commit
+ * charge); a piece is made read-write when it is taken.
+ *
+ * mki_os_arena_init(max, align): reserve up to @max bytes (fewer if the
+ * system refuses: RLIMIT_AS, say; halving down to 64 pieces), aligned to
+ * @align; 0, or -1 when no arena could be made (every piece then comes
+ * from mki_os_reserve).  Called once, under the caller's lock.
+ * mki_os_arena_take(size): the next @size bytes (a multiple of the
+ * alignment), read-write, counted as reserved; NULL with *@full set when
+ * the arena is used up or absent (the caller reserves elsewhere), NULL
+ * with errno ENOMEM otherwise (an injected failure).  Caller's lock.
+ * mki_os_arena_drop(p, size, committed): a piece taken before goes back:
+ * its pages are dropped (it reads as zeros), its address space stays in
+ * the arena for the caller to take again with mki_os_arena_reuse.
+ * mki_os_arena_reuse(p, size): counts piece @p as reserved again.
+ */
+typedef struct mki_os_span {
+    uintptr_t lo, len; /* [lo, lo + len): the pieces handed out so far */
+} mki_os_span;
+extern mki_os_span mki_os_arena;
+int mki_os_arena_init(size_t max, size_t align);
+void *mki_os_arena_take(size_t size, int *full);
+void mki_os_arena_drop(void *p, size_t size, size_t committed);
+void mki_os_arena_reuse(void *p, size_t size);
+/* Is @p in [lo, lo + len)?  Lock-free (relaxed: a reader that sees an old
+ * length sees a shorter range, and sends a pointer of a new piece to its
+ * caller's slow path, which looks it up). */
+static inline __attribute__((always_inline)) int mki_os_arena_has(const void *p)
+{
+    uintptr_t lo = __atomic_load_n(&mki_os_arena.lo, __ATOMIC_RELAXED);
+    uintptr_t len = __atomic_load_n(&mki_os_arena.len, __ATOMIC_RELAXED);
+    return (uintptr_t)p - lo < len;
+}
+
+/*
  * memkit's global locks (the page pool, bookkeeping, huge mappings, heaps,
  * the purge policy, pool shards) are taken and released through these.
  * fork() is why: memkit's prepare handler takes every one of them, so that
@@ -143,6 +184,9 @@ int mki_os_thread_gone(long token);
  * access faults.  0, or -1 (nothing changed).  The reservation's release
  * gives it back with the rest. */
 int mki_os_guard(void *p, size_t size);
+
+/* Undo mki_os_guard: [p, p+size) is read-write again.  0 or -1. */
+int mki_os_unguard(void *p, size_t size);
 
 /* Monotonic time in nanoseconds (purge delays). */
 unsigned long long mki_os_now_ns(void);

@@ -135,10 +135,84 @@ void *mki_os_resize(void *p, size_t size, size_t new_size, size_t align,
     return q;
 }
 
+/* ---- the arena (os.h) -------------------------------------------------------- */
+
+mki_os_span mki_os_arena;
+static char *arena_base;
+static size_t arena_size, arena_used;
+
+int mki_os_arena_init(size_t max, size_t align)
+{
+    if (arena_base)
+        return 0;
+    for (size_t size = max; size >= align * 64; size /= 2) {
+        char *p = mmap(NULL, size + align, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED)
+            continue;
+        uintptr_t a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+        size_t head = a - (uintptr_t)p;
+        if (head)
+            munmap(p, head);
+        if (align - head)
+            munmap((char *)a + size, align - head);
+        arena_base = (char *)a;
+        arena_size = size;
+        __atomic_store_n(&mki_os_arena.lo, a, __ATOMIC_RELAXED);
+        return 0;
+    }
+    return -1;
+}
+
+void *mki_os_arena_take(size_t size, int *full)
+{
+    *full = 0;
+    if (!arena_base || arena_size - arena_used < size) {
+        *full = 1;
+        return NULL;
+    }
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    if (injected_failure()) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *p = arena_base + arena_used;
+    if (mprotect(p, size, PROT_READ | PROT_WRITE) != 0) {
+        *full = 1; /* (strict overcommit refusing the charge): elsewhere */
+        return NULL;
+    }
+    arena_used += size;
+    /* the new piece is in the range once it is mapped */
+    __atomic_store_n(&mki_os_arena.len, arena_used, __ATOMIC_RELEASE);
+    atomic_fetch_add_explicit(&reserved_bytes, size, memory_order_relaxed);
+    return p;
+}
+
+void mki_os_arena_drop(void *p, size_t size, size_t committed)
+{
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    madvise(p, size, MADV_DONTNEED); /* (cannot fail on a mapped range) */
+    atomic_fetch_sub_explicit(&reserved_bytes, size, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&committed_bytes, committed,
+                              memory_order_relaxed);
+}
+
+void mki_os_arena_reuse(void *p, size_t size)
+{
+    (void)p;
+    atomic_fetch_add_explicit(&reserved_bytes, size, memory_order_relaxed);
+}
+
 int mki_os_guard(void *p, size_t size)
 {
     atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
     return mprotect(p, size, PROT_NONE) == 0 ? 0 : -1;
+}
+
+int mki_os_unguard(void *p, size_t size)
+{
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    return mprotect(p, size, PROT_READ | PROT_WRITE) == 0 ? 0 : -1;
 }
 
 int mki_os_commit(void *p, size_t size)

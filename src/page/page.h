@@ -43,6 +43,15 @@ MKI_INLINE int mki_segment_known(const void *p)
     return i < MKI_SEGMAP_BITS &&
            __atomic_load_n(&mki_segmap[i], __ATOMIC_RELAXED) != 0;
 }
+/* Is @p in a normal segment of the arena (os.h, segment.c)?  The free
+ * path's test: a subtraction and a comparison, and everything in the
+ * arena's range is mapped, so the page map of @p's segment may be read.
+ * A pointer it refuses may still be memkit's (a huge chunk, a segment
+ * outside the arena): mki_page_find, on the slow path, knows. */
+MKI_INLINE int mki_segment_fast(const void *p)
+{
+    return mki_os_arena_has((const char *)p - 1);
+}
 MKI_INLINE int mki_huge_known(const void *p)
 {
     uintptr_t i = ((uintptr_t)p - 1) >> MKI_SEG_SHIFT;

@@ -59,7 +59,66 @@ mki_page mki_page_empty; /* all zero: no free chunk, fast_tid 0 */
  * no NULL test on the fast path.  (Units never handed out hold NULL.) */
 mki_page mki_page_gone = {.kind = MKI_PAGE_FREE};
 
-static void arena_init(void) { mki_options_init(); }
+/* The normal segments come from one reservation (os.h, the arena), so
+ * that the free path's "is this pointer in a normal segment?" is a
+ * subtraction and a comparison: 64 GiB of address space, or what the
+ * system grants (halved until it does); past it, segments are mappings of
+ * their own, whose frees take the slow path (mki_segment_known).  Option
+ * arena_mb (MEMKIT_ARENA_MB) sets the size; below 256 MiB there is none.  A
+ * segment given back keeps its place in the arena (its pages dropped, so
+ * that a stale pointer into it reads zeros: no page), for the next one. */
+#define ARENA_MAX ((size_t)64 << 30)
+#define ARENA_SLOTS (ARENA_MAX / MKI_SEG_SIZE)
+static uint64_t arena_free_bits[ARENA_SLOTS / 64]; /* slots given back */
+static size_t arena_free_count;
+
+static void arena_init(void)
+{
+    mki_options_init();
+    size_t mb = (size_t)mki_option(MKI_OPT_ARENA_MB);
+    size_t want = mb << 20 < ARENA_MAX ? mb << 20 : ARENA_MAX;
+    if (want >= 64 * MKI_SEG_SIZE) /* (below that: no arena) */
+        mki_os_arena_init(want, MKI_SEG_SIZE);
+}
+
+/* A 4 MiB piece for a new segment, read-write: a slot given back, else
+ * the arena's next one, else a mapping of its own.  arena_lock held. */
+static mki_segment *segment_reserve(void)
+{
+    if (arena_free_count) {
+        for (size_t w = 0; w < ARENA_SLOTS / 64; w++)
+            if (arena_free_bits[w]) {
+                unsigned b = (unsigned)__builtin_ctzll(arena_free_bits[w]);
+                arena_free_bits[w] &= arena_free_bits[w] - 1;
+                arena_free_count--;
+                char *p = (char *)mki_os_arena.lo +
+                          (w * 64 + b) * MKI_SEG_SIZE;
+                mki_os_arena_reuse(p, MKI_SEG_SIZE);
+                return (mki_segment *)p;
+            }
+    }
+    int full = 0;
+    mki_segment *s = mki_os_arena_take(MKI_SEG_SIZE, &full);
+    if (s || !full)
+        return s;
+    return mki_os_reserve(MKI_SEG_SIZE, MKI_SEG_SIZE);
+}
+
+/* Give segment @s's address space back: to the arena's free slots (its
+ * pages dropped), or to the OS.  arena_lock held. */
+static void segment_unreserve(mki_segment *s, size_t committed)
+{
+    if (!mki_os_arena_has((char *)s + 1)) {
+        mki_os_release(s, MKI_SEG_SIZE, committed);
+        return;
+    }
+    if (mki_secure >= 2) /* its guard page is readable again */
+        mki_os_unguard((char *)s + MKI_SEG_SIZE - MKI_OS_PAGE, MKI_OS_PAGE);
+    mki_os_arena_drop(s, MKI_SEG_SIZE, committed);
+    size_t i = ((uintptr_t)s - mki_os_arena.lo) / MKI_SEG_SIZE;
+    arena_free_bits[i / 64] |= 1ull << (i % 64);
+    arena_free_count++;
+}
 
 /* ---- unit bitmap ---------------------------------------------------------- */
 
@@ -276,12 +335,12 @@ static size_t committed_units_bytes(const mki_segment *s)
 
 static mki_segment *segment_new(void)
 {
-    mki_segment *s = mki_os_reserve(MKI_SEG_SIZE, MKI_SEG_SIZE);
+    mki_segment *s = segment_reserve();
     if (!s)
         return NULL;
     size_t header = MKI_SEG_HEADER_UNITS * MKI_UNIT;
     if (mki_os_commit(s, header) != 0) {
-        mki_os_release(s, MKI_SEG_SIZE, 0);
+        segment_unreserve(s, 0);
         return NULL;
     }
     /* fresh mappings are zero: only the non-zero fields are written */
@@ -302,7 +361,7 @@ static mki_segment *segment_new(void)
     }
     s->free_units = MKI_UNITS - s->fixed_units;
     if (registry_put((uintptr_t)s, 1, NULL) != 0) {
-        mki_os_release(s, MKI_SEG_SIZE, header);
+        segment_unreserve(s, header);
         errno = ENOMEM;
         return NULL;
     }
@@ -319,12 +378,12 @@ static void segment_release(mki_segment *s, int locked)
     if (!locked)
         mki_lock(&arena_lock);
     registry_put((uintptr_t)s, 0, NULL);
-    if (!locked)
-        mki_unlock(&arena_lock);
     atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
     size_t committed = committed_units_bytes(s);
     UNCOUNT(seg_committed, committed);
-    mki_os_release(s, MKI_SEG_SIZE, committed);
+    segment_unreserve(s, committed);
+    if (!locked)
+        mki_unlock(&arena_lock);
 }
 
 /* Commit the not-yet-committed units of [first, first+n); 0 or -1. */
