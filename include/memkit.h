@@ -431,7 +431,7 @@ typedef struct mk_pool_front {
                        and sanitizer builds) sends every call out of line */
     uintptr_t lo;   /* address range of the objects the front may take */
     uintptr_t span;
-    uintptr_t key;  /* a freed object's second word */
+    uintptr_t key;  /* a freed object's second word (its page's) */
     uint32_t magic, limit; /* (uint32)((obj - lo) * magic) < limit: obj
                               starts an object the pool has handed out */
 } mk_pool_front;

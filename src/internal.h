@@ -190,6 +190,11 @@ void mki_general_collect(mk_ctx *ctx);
  * small page that is not full, without the inline paths. */
 void *mki_general_alloc_secure(mki_general *g, size_t size);
 void mki_general_free_secure(mki_page *pg, void *p);
+/* Secure mode's free where nothing is wrong (the common case, first):
+ * chunk @p of an owned, not full small page of a secure GENERAL context,
+ * the start of a live chunk, guard words intact: freed, 1; else 0 and
+ * nothing done (the caller's path validates and reports). */
+int mki_general_free_secure_try(mki_page *pg, void *p);
 /* Bytes of small pages per size class, process-wide (relaxed). */
 extern _Atomic size_t mki_general_class_bytes[MKI_NCLASS];
 /* A chunk of a GENERAL small page freed by a thread that does not own the

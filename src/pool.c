@@ -162,7 +162,6 @@ mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
     if (!(flags & MK_POOL_THREADSAFE) && pool->root->fast_kind == MK_SLAB) {
         pool->fast = (mki_slab *)pool->root;
         pool->front.room = FRONT_ROOM;
-        pool->front.key = mki_free_key; /* (page.h: the double-free key) */
         pool->fast->front = &pool->front; /* the slab keeps its range */
     }
     pthread_mutex_init(&pool->lock, NULL);
@@ -271,13 +270,13 @@ static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
         return;
     }
     if ((pool->flags & MK_POOL_THREADSAFE) && mki_ctx_owner(c) != mki_tid()) {
-        if (!mki_page_is_chunk_exact(pg, obj) || mki_chunk_freed(obj)) {
+        if (!mki_page_is_chunk_exact(pg, obj) || mki_chunk_freed(pg, obj)) {
             mki_slab_free_checked(pg, obj); /* reports */
             return;
         }
         if (c->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, obj))
             return;
-        mki_chunk_set_freed(obj); /* before it is on the remote list */
+        mki_chunk_set_freed(pg, obj); /* before it is on the remote list */
         mki_chunk_remote_push(c, obj);
     } else if (c->fast_kind != MK_SLAB) { /* secure mode: encoded links */
         mki_slab_free_checked(pg, obj);
@@ -292,12 +291,13 @@ void mk_pool_free(mk_pool *pool, void *obj)
     uintptr_t off = (uintptr_t)obj - f->lo;
     if (off < f->span && (uint32_t)off * f->magic < f->limit &&
         f->count < f->room) {
-        if (MKI_UNLIKELY(mki_chunk_freed(obj))) {
+        /* (the front's key is its page's: the slab's current page) */
+        if (MKI_UNLIKELY(((uintptr_t *)obj)[1] == f->key)) {
             mki_error_double_free(obj, pool->root);
             return;
         }
         *(void **)obj = f->head;
-        mki_chunk_set_freed(obj);
+        ((uintptr_t *)obj)[1] = f->key;
         f->head = obj;
         f->count++;
         return;

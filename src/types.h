@@ -185,10 +185,14 @@ typedef struct mki_callback {
  */
 #define MKI_KIND_SLOW 0xffu
 /* A context of secure mode (MEMKIT_SECURE): not instrumented, but no call
- * on it takes an inline fast path (its pages' fast_tid is 0 too), so that
+ * on it takes an inline fast path (its pages' fast_tid is tagged), so that
  * every free-list link goes through the encoded accessors (annotate.h)
  * and every free through the checked path. */
 #define MKI_KIND_SECURE 0xfeu
+/* ... and its fast_tid is its owner's identity with this bit: never a
+ * thread's identity (a counter, os.h), so no inline path takes it, while
+ * secure mode's own free tells its owner's pages with one comparison. */
+#define MKI_TID_SECURE ((uintptr_t)1 << 63)
 
 struct mk_ctx {
     uint8_t kind;         /* mk_kind */

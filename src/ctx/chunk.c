@@ -178,7 +178,7 @@ static int chunk_valid(mki_page *pg, const void *p, const char *fn)
     int state;
     switch (pg->kind) {
     case MKI_PAGE_SMALL:
-        state = !mki_page_is_chunk_exact(pg, p) ? -1 : mki_chunk_freed(p) ? 0 : 1;
+        state = !mki_page_is_chunk_exact(pg, p) ? -1 : mki_chunk_freed(pg, p) ? 0 : 1;
         break;
     case MKI_PAGE_LARGE:
     case MKI_PAGE_HUGE: /* (freed by another thread: marked, waiting) */
@@ -241,7 +241,17 @@ MKI_COLD void mki_chunk_free_bad(mki_page *pg, void *p)
     chunk_valid(pg, p, "free"); /* reports */
 }
 
-MKI_NOINLINE void mki_chunk_free_slow(mki_page *pg, void *p)
+static MKI_NOINLINE void free_slow(mki_page *pg, void *p);
+
+/* (a wrapper that saves no register: secure mode's common case, first) */
+void mki_chunk_free_slow(mki_page *pg, void *p)
+{
+    if (MKI_UNLIKELY(mki_secure) && pg && mki_general_free_secure_try(pg, p))
+        return;
+    free_slow(pg, p);
+}
+
+static MKI_NOINLINE void free_slow(mki_page *pg, void *p)
 {
     if (MKI_UNLIKELY(!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)) {
         chunk_valid(pg, p, "free"); /* reports */
@@ -261,7 +271,7 @@ MKI_NOINLINE void mki_chunk_free_slow(mki_page *pg, void *p)
         return; /* reported; the chunk is left as it is */
     /* marked freed before it is on any list (page.h, generation.h) */
     if (pg->kind == MKI_PAGE_SMALL)
-        mki_chunk_set_freed(p);
+        mki_chunk_set_freed(pg, p);
     else if (pg->kind == MKI_PAGE_BLOCK && ctx->kind == MK_GENERATION)
         mki_gen_mark_dead(p);
     uintptr_t owner = mki_ctx_owner(ctx);
@@ -286,12 +296,7 @@ MKI_NOINLINE void mki_chunk_free_slow(mki_page *pg, void *p)
         mki_gen_free_fast(pg);
         return;
     }
-    if (ctx->fast_kind == MKI_KIND_SECURE && ctx->kind == MK_GENERAL &&
-        pg->kind == MKI_PAGE_SMALL && !(pg->flags & MKI_PF_FULL)) {
-        mki_general_free_secure(pg, p);
-        return;
-    }
-    ops->free(pg, p);
+    ops->free(pg, p); /* (secure mode's common case was taken above) */
 }
 
 void mk_free(void *p)

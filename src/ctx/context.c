@@ -72,7 +72,9 @@ mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
     c->flags = (uint16_t)(opts ? opts->flags : 0);
     c->name = name ? name : "?";
     atomic_init(&c->owner_tid, mki_tid());
-    c->fast_tid = instrumented || mki_secure ? 0 : mki_tid();
+    c->fast_tid = instrumented ? 0
+                  : mki_secure ? mki_tid() | MKI_TID_SECURE
+                               : mki_tid();
     atomic_init(&c->remote, NULL);
     if (ops->init(c, opts) != 0) {
         mki_meta_free(c, ops->ctx_size);
@@ -220,6 +222,8 @@ void mki_ctx_set_owner_tid(mk_ctx *ctx, uintptr_t tid)
     atomic_store_explicit(&ctx->owner_tid, tid, memory_order_relaxed);
     if (ctx->fast_kind < MKI_KIND_SECURE) /* a kind's own fast paths */
         ctx->fast_tid = tid;
+    else if (ctx->fast_kind == MKI_KIND_SECURE) /* (types.h) */
+        ctx->fast_tid = tid ? tid | MKI_TID_SECURE : 0;
     mki_kinds[ctx->kind]->set_owner(ctx, ctx->fast_tid);
 }
 

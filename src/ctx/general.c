@@ -394,10 +394,17 @@ void *mki_general_alloc_secure(mki_general *g, size_t size)
     }
     size_t need = mki_class_malloc_size(size + MKI_GUARD);
     void *p = NULL;
-    if (need <= MKI_SMALL_MAX) {
+    if (MKI_LIKELY(need <= MKI_SMALL_MAX)) {
+        /* the common case, the pop of an encoded, checked link */
         mki_page *pg = mki_general_page_for(g, need);
-        if (MKI_LIKELY(pg->free != NULL)) {
-            p = take(g, pg);
+        p = pg->free;
+        if (MKI_LIKELY(p != NULL)) {
+            void *next = mki_link_get(p);
+            if (MKI_UNLIKELY(next && !mki_page_is_chunk_exact(pg, next)))
+                next = mki_page_bad_link(pg, p);
+            pg->free = next;
+            pg->used++;
+            mki_chunk_set_live(p);
             mki_guard_set(pg, p);
             return p;
         }
@@ -411,13 +418,26 @@ void *mki_general_alloc_secure(mki_general *g, size_t size)
     return p;
 }
 
-/* Secure mode's free of a chunk of a small page the caller owns and that
- * is not full: the fast path's work, with the link encoded. */
+/* Secure mode's free of a validated chunk of a small page the caller owns
+ * and that is not full: the fast path's work, with the link encoded. */
 void mki_general_free_secure(mki_page *pg, void *p)
 {
     mki_page_push(pg, p);
+    mki_chunk_set_freed(pg, p);
     if (--pg->used == 0)
         mki_general_page_empty(pg); /* (used 0: not current) */
+}
+
+int mki_general_free_secure_try(mki_page *pg, void *p)
+{
+    /* the tagged identity: a small page of a secure GENERAL context the
+     * calling thread owns, not full (types.h) */
+    if (mki_page_tid(pg) != (mki_tid_now() | MKI_TID_SECURE) ||
+        !mki_page_is_chunk(pg, p) || mki_chunk_freed(pg, p) ||
+        mki_guard_broken(pg, p))
+        return 0; /* the general path, which reports what is wrong */
+    mki_general_free_secure(pg, p);
+    return 1;
 }
 
 static void *general_alloc(mk_ctx *ctx, size_t size)

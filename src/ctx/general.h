@@ -86,12 +86,12 @@ MKI_INLINE void mki_chunk_free(void *p)
     }
     mki_page *pg = mki_page_of(p); /* (mki_page_gone for a freed page) */
     if (MKI_LIKELY(pg != NULL && mki_page_tid(pg) == mki_tid_now())) {
-        if (MKI_UNLIKELY(!mki_page_is_chunk(pg, p) || mki_chunk_freed(p))) {
+        if (MKI_UNLIKELY(!mki_page_is_chunk(pg, p) || mki_chunk_freed(pg, p))) {
             mki_chunk_free_bad(pg, p);
             return;
         }
         *(void **)p = pg->free;
-        mki_chunk_set_freed(p);
+        mki_chunk_set_freed(pg, p);
         pg->free = p;
         if (MKI_UNLIKELY(--pg->used == 0))
             mki_general_page_empty(pg);

@@ -96,6 +96,7 @@ static void set_current(mki_slab *s, mki_page *pg)
         f->span = (uintptr_t)(pg->end - pg->start);
         f->magic = pg->pos_magic;
         f->limit = pg->pos_limit; /* (kept equal: mki_slab_alloc_chunk) */
+        f->key = (uintptr_t)pg;   /* the double-free key (page.h) */
     }
     s->curpg = pg;
     if (pg != &mki_page_empty)
@@ -271,13 +272,13 @@ void mki_slab_free_checked(mki_page *pg, void *p)
         mki_error_invalid_in("mk_pool_free", p, pg->ctx, 0);
         return;
     }
-    if (mki_chunk_freed(p)) {
+    if (mki_chunk_freed(pg, p)) {
         mki_error_double_free(p, pg->ctx);
         return;
     }
     if (pg->ctx->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, p))
         return;
-    mki_chunk_set_freed(p);
+    mki_chunk_set_freed(pg, p);
     mki_slab_free_chunk(pg, p);
 }
 

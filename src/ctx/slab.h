@@ -42,12 +42,12 @@ MKI_INLINE void *mki_slab_alloc_fast(mki_slab *s)
  * double-free key (freed already, wherever it waits). */
 MKI_INLINE void mki_slab_free_fast(mki_slab *s, mki_page *pg, void *p)
 {
-    if (MKI_UNLIKELY(!mki_page_is_chunk(pg, p) || mki_chunk_freed(p))) {
+    if (MKI_UNLIKELY(!mki_page_is_chunk(pg, p) || mki_chunk_freed(pg, p))) {
         mki_slab_free_checked(pg, p);
         return;
     }
     *(void **)p = pg->free;
-    mki_chunk_set_freed(p);
+    mki_chunk_set_freed(pg, p);
     pg->free = p;
     if (MKI_UNLIKELY(--pg->used < pg->lo))
         mki_slab_rebucket(s, pg);

@@ -406,16 +406,21 @@ void *mki_heap_alloc(size_t n)
     }
     if (c->fast_kind == MKI_KIND_SLOW)
         return n - 17 < 8 ? mk_alloc_aligned(c, n, 16) : mk_alloc(c, n);
-    n = mki_class_malloc_size(n);
     if (c->fast_kind == MKI_KIND_SECURE && c->kind == MK_GENERAL)
-        return mki_general_alloc_secure((mki_general *)c, n);
-    return mk_alloc(c, n);
+        return mki_general_alloc_secure((mki_general *)c, n); /* (16-aligned) */
+    return mk_alloc(c, mki_class_malloc_size(n));
 }
 
 void *mki_heap_refill(mki_general *g, mki_page *pg, size_t n)
 {
     if (MKI_LIKELY(g != &mki_heap_boot))
         return mki_general_refill(g, pg, mki_class_malloc_size(n));
+    if (mki_secure) { /* secure mode's every malloc: its own path, first */
+        mk_ctx *c = malloc_ctx_now();
+        if (c && c->fast_kind == MKI_KIND_SECURE && c->kind == MK_GENERAL &&
+            !atomic_load_explicit(&mki_purge_want, memory_order_relaxed))
+            return mki_general_alloc_secure((mki_general *)c, n);
+    }
     return mki_heap_alloc(n);
 }
 

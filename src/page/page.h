@@ -151,22 +151,26 @@ MKI_INLINE int mki_page_is_chunk_exact(const mki_page *pg, const void *q)
 
 /* ---- the double-free key ------------------------------------------------------
  * A free chunk of a small page holds its free-list link in its first word
- * and the key in its second: a secret drawn at start (mki_free_key,
- * annotate.h), so that a program's own data can equal it only by chance
- * (2^-64) or by reading the secret (glibc's tcache does the same).  Every free
+ * and the key in its second: the address of its page's descriptor, which
+ * memkit never gives a program (descriptors are its bookkeeping, page/
+ * meta.c), so that the program's own data holds it only by reading
+ * memkit's internals; and the free path has it in a register already.
+ * (glibc's tcache keeps a secret there; a secret would have to be loaded,
+ * and buys nothing here: a program that writes a freed chunk can defeat
+ * either, and no innocent one stores the descriptor's address.)  Every free
  * of the release build checks it before anything else (a chunk freed
  * twice, wherever it waits: its page's free list, another thread's list,
  * a pool's front) and stores it; every hand-out clears it (a chunk memkit
  * hands out never holds its key).  Chunks are at least 16 bytes
  * (sizeclass.c; slab slots too).  Instrumented contexts do not use it:
  * their bitmap of live chunks knows (check/instrument.c). */
-MKI_INLINE int mki_chunk_freed(const void *p)
+MKI_INLINE int mki_chunk_freed(const mki_page *pg, const void *p)
 {
-    return ((const uintptr_t *)p)[1] == mki_free_key;
+    return ((const uintptr_t *)p)[1] == (uintptr_t)pg;
 }
-MKI_INLINE void mki_chunk_set_freed(void *p)
+MKI_INLINE void mki_chunk_set_freed(const mki_page *pg, void *p)
 {
-    ((uintptr_t *)p)[1] = mki_free_key;
+    ((uintptr_t *)p)[1] = (uintptr_t)pg;
 }
 MKI_INLINE void mki_chunk_set_live(void *p) { ((uintptr_t *)p)[1] = 0; }
 
@@ -185,7 +189,7 @@ MKI_INLINE void mki_chunk_set_live(void *p) { ((uintptr_t *)p)[1] = 0; }
 #define MKI_GUARD 8u
 MKI_INLINE uintptr_t mki_guard_value(const void *chunk)
 {
-    return ((uintptr_t)chunk * 0x9E3779B97F4A7C15ull) ^ mki_link_key;
+    return (uintptr_t)chunk ^ mki_link_key ^ 0x5a5a5a5a5a5a5a5aull;
 }
 /* Where the guard of @chunk of small or large page @pg is. */
 MKI_INLINE uintptr_t *mki_guard_at(const mki_page *pg, const void *chunk)
@@ -208,7 +212,7 @@ MKI_INLINE const void *mki_guard_broken(const mki_page *pg, const char *chunk)
         const char *prev = chunk - pg->chunk_size;
         uintptr_t w = ((const uintptr_t *)chunk)[-1];
         if (w != mki_guard_value(prev) &&
-            !(pg->chunk_size == 16 && w == mki_free_key))
+            !(pg->chunk_size == 16 && w == (uintptr_t)pg))
             return prev;
     }
     return NULL;
