@@ -130,11 +130,15 @@ void mki_os_arena_reuse(void *p, size_t size);
 /* Is @p in [lo, lo + len)?  Lock-free (relaxed: a reader that sees an old
  * length sees a shorter range, and sends a pointer of a new piece to its
  * caller's slow path, which looks it up). */
-static inline __attribute__((always_inline)) int mki_os_arena_has(const void *p)
+static inline __attribute__((always_inline)) int mki_os_arena_has_addr(uintptr_t a)
 {
     uintptr_t lo = __atomic_load_n(&mki_os_arena.lo, __ATOMIC_RELAXED);
     uintptr_t len = __atomic_load_n(&mki_os_arena.len, __ATOMIC_RELAXED);
-    return (uintptr_t)p - lo < len;
+    return a - lo < len;
+}
+static inline __attribute__((always_inline)) int mki_os_arena_has(const void *p)
+{
+    return mki_os_arena_has_addr((uintptr_t)p);
 }
 
 /*

@@ -50,7 +50,7 @@ MKI_INLINE int mki_segment_known(const void *p)
  * outside the arena): mki_page_find, on the slow path, knows. */
 MKI_INLINE int mki_segment_fast(const void *p)
 {
-    return mki_os_arena_has((const char *)p - 1);
+    return mki_os_arena_has_addr((uintptr_t)p - 1); /* (NULL: no) */
 }
 MKI_INLINE int mki_huge_known(const void *p)
 {
