@@ -72,7 +72,8 @@ typedef struct mk_ctx mk_ctx;
 /** The four kinds of context; every kind has the same interface. */
 typedef enum mk_kind {
     MK_GENERAL = 0,    /**< any size, individual free and realloc */
-    MK_SLAB = 1,       /**< one fixed chunk size, no per-chunk header */
+    MK_SLAB = 1,       /**< one fixed chunk size, no per-chunk header
+                            (chunks below 16 bytes take 16) */
     MK_GENERATION = 2, /**< any size, blocks return when all their chunks die */
     MK_BUMP = 3        /**< any size, no individual free, fastest */
 } mk_kind;
@@ -103,7 +104,10 @@ typedef struct mk_ctx_opts {
     size_t chunk_size;    /**< MK_SLAB: the one chunk size (required) */
     size_t chunk_align;   /**< MK_SLAB: the alignment of every chunk, a
                                power of two up to 64 KiB (0: the alignment
-                               mk_alloc gives chunk_size; at least 8) */
+                               mk_alloc gives chunk_size; at least 8).  A
+                               slab's slot is chunk_size rounded up to it,
+                               and at least 16 bytes (a free chunk holds
+                               its link and its double-free key) */
     size_t block_size;    /**< MK_GENERATION / MK_BUMP: preferred block size */
 } mk_ctx_opts;
 
@@ -262,6 +266,8 @@ MK_API char *mk_strdup(mk_ctx *ctx, const char *s) MK_MALLOC_LIKE;
  *         Chunks of MK_BUMP contexts cannot be resized: NULL (errno ENOTSUP;
  *         the checking build reports it as an error).
  *         MK_SLAB chunks cannot grow past the slab's size: NULL (EINVAL).
+ *         A @p that is not the start of a live chunk (freed, inside a
+ *         chunk, not memkit's) is reported as mk_free reports it, NULL.
  */
 MK_API void *mk_realloc(void *p, size_t size);
 
@@ -269,13 +275,25 @@ MK_API void *mk_realloc(void *p, size_t size);
  * Free chunk @p p; any thread may call it.  NULL is ignored.  On an MK_BUMP
  * chunk it does nothing (bump memory returns on reset/delete); the checking
  * build reports it as an error.
- * Freeing a pointer memkit did not return, or freeing twice, is a bug the
- * release library reports where it can do so cheaply (one line on stderr,
- * or the handler of mk_set_error_handler, then abort): a chunk freed twice
- * in a row, memory memkit holds but in no chunk, a pointer outside the span
- * of memkit's mappings (stack, globals); MEMKIT_SECURE=1 reports every
- * pointer outside memkit's segments.  Any other case is undefined; the
- * checking build (libmemkit-check) detects and reports them all.
+ * Freeing what is not the start of a live chunk is a bug that every build
+ * reports, the release library included, and never follows (one line on
+ * stderr, or the handler of mk_set_error_handler, then abort; with a handler
+ * that returns, the free is abandoned):
+ *  - a chunk freed twice, wherever the first free left it (its page's free
+ *    list, another thread's list, a pool's front) and whichever thread made
+ *    it: "memkit: double free of P (context NAME)", or "(memory memkit
+ *    holds free)" when the first free gave the chunk's memory back;
+ *  - an address inside a chunk, or of a chunk from before its context's
+ *    reset: "memkit: free(): invalid pointer P (not the start of a chunk of
+ *    context NAME)";
+ *  - an address in no memory of memkit's (the stack, a global, another
+ *    allocator's block): "memkit: free(): invalid pointer P".
+ * Nothing is then handed out twice.  Only a double free made by two threads
+ * at the same moment, or one whose chunk the program overwrote after the
+ * first free, can pass unseen; the checking build (libmemkit-check) also
+ * catches those.  MEMKIT_SECURE=1 also reports a write past the end of a
+ * chunk into its neighbour when either is freed ("memkit: write past the
+ * end of a chunk (into its neighbour): pointer P (context "NAME")").
  */
 MK_API void mk_free(void *p);
 
@@ -283,11 +301,15 @@ MK_API void mk_free(void *p);
  * The number of bytes usable in chunk @p p (>= the size requested), or 0 for
  * NULL and for kinds that do not keep sizes (MK_BUMP).  In instrumented
  * builds (checking, ASan, under Valgrind) it is exactly the size requested,
- * for every kind: the bytes past it are checked.
+ * for every kind: the bytes past it are checked.  With MEMKIT_SECURE=1 it
+ * stops 8 bytes before the end of a chunk's slot (a guard word).  A pointer
+ * that is not the start of a live chunk is reported as mk_free reports it
+ * ("memkit: malloc_usable_size(): invalid pointer P ..."), 0.
  */
 MK_API size_t mk_usable_size(const void *p);
 
-/** The context that owns chunk @p p, found in O(1); NULL for NULL. */
+/** The context that owns chunk @p p, found in O(1); NULL for NULL (and,
+ * reported as mk_free reports it, for what is not a live chunk). */
 MK_API mk_ctx *mk_ctx_of(const void *p);
 
 /* ------------------------------------------------------------------------ */

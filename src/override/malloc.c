@@ -108,13 +108,13 @@ EXPORT void *realloc(void *p, size_t n)
     mk_ctx *owner = mki_chunk_ctx(p, "realloc"); /* (validated) */
     if (!owner)
         return NULL; /* reported */
-    /* mk_realloc, but for 17..24 bytes, which it would move into the
+    /* the owner: mk_realloc (the chunk stays in its context), asking
+     * 17..24 bytes as 32, which mk_realloc would otherwise serve from the
      * 8-aligned 24-byte class (sizeclass.c) */
-    if ((mki_ctx_owner(owner) == mki_tid() && n - 17 >= 8) ||
-        mk_ctx_kind(owner) == MK_BUMP)
-        return mk_realloc(p, n); /* (a bump chunk cannot be resized: ENOTSUP) */
-    /* another thread's context (or 17..24 bytes): keep the chunk if it
-     * fits and is 16-aligned, else move it into ours */
+    if (mki_ctx_owner(owner) == mki_tid() || mk_ctx_kind(owner) == MK_BUMP)
+        return mk_realloc(p, mki_class_malloc_size(n)); /* (bump: ENOTSUP) */
+    /* another thread's context: keep the chunk if it fits and is
+     * 16-aligned, else move it into ours */
     size_t old = mk_usable_size(p);
     if (n <= old && n >= old / 2 && ((uintptr_t)p & 15) == 0)
         return p;
