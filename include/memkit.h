@@ -436,10 +436,12 @@ MK_API void mk_pool_delete(mk_pool *pool);
 MK_API int mk_pool_stats(const mk_pool *pool, mk_stats *out);
 
 /**
- * The front of every pool: a short stack of objects freed into the pool,
- * from which the next allocations are served first.  It only takes objects
- * of the page the pool allocates from ([lo, lo + span)), so it never keeps
- * another page from emptying and going back.  mk_pool_get() and
+ * The front of every pool: a stack of objects freed into the pool, from
+ * which the next allocations are served first.  It only takes objects of
+ * the page the pool allocates from ([lo, lo + span); span 0: no front, as
+ * in thread-safe pools and checking and sanitizer builds, which send every
+ * call out of line), so it never keeps another page from emptying and
+ * going back, and holds at most that page's objects.  mk_pool_get() and
  * mk_pool_put() below (and the typed functions of MK_POOL_DECLARE) pop and
  * push it inline, without a call; mk_pool_alloc() and mk_pool_free() do the
  * rest.  Read it only through those functions: its layout belongs to this
@@ -448,9 +450,6 @@ MK_API int mk_pool_stats(const mk_pool *pool, mk_stats *out);
  */
 typedef struct mk_pool_front {
     void *head;     /* freed objects, linked through their first word */
-    unsigned count; /* objects on head */
-    unsigned room;  /* at most this many; 0 (thread-safe pools, checking
-                       and sanitizer builds) sends every call out of line */
     uintptr_t lo;   /* address range of the objects the front may take */
     uintptr_t span;
     uintptr_t key;  /* a freed object's second word (its page's) */
@@ -485,7 +484,6 @@ static inline void *mk_pool_get(mk_pool *pool)
         uintptr_t live = 0;
         MK_POOL_COPY_(&f->head, obj, sizeof(void *));
         MK_POOL_COPY_((char *)obj + sizeof(void *), &live, sizeof live);
-        f->count--;
         return obj;
     }
     return mk_pool_alloc(pool);
@@ -499,11 +497,13 @@ static inline void mk_pool_put(mk_pool *pool, void *obj)
     mk_pool_front *f = (mk_pool_front *)(void *)pool;
     uintptr_t off = (uintptr_t)obj - f->lo, key = f->key;
     if (off < f->span && (uint32_t)((uint32_t)off * f->magic) < f->limit &&
-        f->count < f->room && mk_pool_word1_(obj) != key) {
-        MK_POOL_COPY_(obj, &f->head, sizeof(void *));
+        mk_pool_word1_(obj) != key) {
+        /* (two stores apart: the next get reads the first word alone, and
+         * a 16-byte store of both words would not forward to it) */
+        void *next = f->head;
         MK_POOL_COPY_((char *)obj + sizeof(void *), &key, sizeof key);
         f->head = obj;
-        f->count++;
+        MK_POOL_COPY_(obj, &next, sizeof(void *));
         return;
     }
     mk_pool_free(pool, obj);

@@ -2,8 +2,8 @@
  * pool.c - typed pools: fixed-size objects over SLAB contexts.
  *
  * A pool is a SLAB context (the root) plus a name and flags.  Without
- * MK_POOL_THREADSAFE, a pool has a *front*: a stack of up to 64 objects
- * freed into it, which the next allocations take first.  The front takes
+ * MK_POOL_THREADSAFE, a pool has a *front*: a stack of the objects freed
+ * into it, which the next allocations take first.  The front takes
  * only objects of the slab's current page (an address range the slab keeps
  * up to date) and gives them back to that page when the slab moves to
  * another, so it never keeps any other page from emptying.  The front is the
@@ -12,7 +12,9 @@
  * program that allocates and frees in turn without any call: the cost of
  * a call is what bounds a called allocator near 2.5x glibc.  Objects in the
  * front are live for their page and free for the program (statistics
- * subtract them).  Past the front, alloc and
+ * count them, walking the front, and subtract them).  The front keeps no
+ * count: a count of its own bounded nothing (it holds only the current
+ * page's objects) and cost two read-modify-writes a get and put pair.  Past the front, alloc and
  * free go straight to the slab (no lookup: the pool is the slab).  With it, every thread allocates from a slab of
  * its own, a child of the root owned by that thread, so the allocation path
  * has no lock and no atomic operation; a free from another thread is pushed
@@ -43,7 +45,6 @@
 
 #include <errno.h>
 
-#define FRONT_ROOM 64u /* objects the front may hold */
 
 struct mk_pool {
     mk_pool_front front;   /* first: the inline paths in memkit.h read it */
@@ -161,7 +162,6 @@ mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
     pool->id = atomic_fetch_add(&next_id, 1);
     if (!(flags & MK_POOL_THREADSAFE) && pool->root->fast_kind == MK_SLAB) {
         pool->fast = (mki_slab *)pool->root;
-        pool->front.room = FRONT_ROOM;
         pool->fast->front = &pool->front; /* the slab keeps its range */
     }
     pthread_mutex_init(&pool->lock, NULL);
@@ -233,7 +233,6 @@ void *mk_pool_alloc(mk_pool *pool)
     if (obj) {
         pool->front.head = *(void **)obj;
         mki_chunk_set_live(obj);
-        pool->front.count--;
         return obj;
     }
     if (MKI_LIKELY(pool->fast != NULL))
@@ -289,8 +288,7 @@ void mk_pool_free(mk_pool *pool, void *obj)
 {
     mk_pool_front *f = &pool->front;
     uintptr_t off = (uintptr_t)obj - f->lo;
-    if (off < f->span && (uint32_t)off * f->magic < f->limit &&
-        f->count < f->room) {
+    if (off < f->span && (uint32_t)off * f->magic < f->limit) {
         /* (the front's key is its page's: the slab's current page) */
         if (MKI_UNLIKELY(((uintptr_t *)obj)[1] == f->key)) {
             mki_error_double_free(obj, pool->root);
@@ -299,7 +297,6 @@ void mk_pool_free(mk_pool *pool, void *obj)
         *(void **)obj = f->head;
         ((uintptr_t *)obj)[1] = f->key;
         f->head = obj;
-        f->count++;
         return;
     }
     if (MKI_UNLIKELY(!obj))
@@ -332,8 +329,11 @@ int mk_pool_stats(const mk_pool *pool, mk_stats *out)
         return -1;
     /* objects in the front are free for the program, live for the slab */
     size_t slot = ((const mki_slab *)pool->root)->slot;
-    out->chunks -= pool->front.count;
-    out->bytes_used -= (size_t)pool->front.count * slot;
+    size_t in_front = 0;
+    for (void *o = pool->front.head; o; o = *(void **)o)
+        in_front++;
+    out->chunks -= in_front;
+    out->bytes_used -= in_front * slot;
     out->bytes_free = out->bytes_reserved - out->bytes_used;
     return 0;
 }

@@ -91,7 +91,6 @@ static void set_current(mki_slab *s, mki_page *pg)
             mki_page_push(old, obj);
             old->used--;
         }
-        f->count = 0;
         f->lo = pg == &mki_page_empty ? 0 : (uintptr_t)pg->start;
         f->span = (uintptr_t)(pg->end - pg->start);
         f->magic = pg->pos_magic;
@@ -372,7 +371,6 @@ static void slab_reset(mk_ctx *ctx, int keep_one)
     memset(s->bucket, 0, sizeof s->bucket);
     if (s->front) { /* its objects died with their pages */
         s->front->head = NULL;
-        s->front->count = 0;
     }
     s->curpg = &mki_page_empty;
     s->spare = NULL;
@@ -419,7 +417,7 @@ static size_t slab_trim(mk_ctx *ctx)
     }
     mki_page *cur = s->curpg;
     if (cur != &mki_page_empty && cur->used == 0 &&
-        !(s->front && s->front->count)) {
+        !(s->front && s->front->head)) {
         set_current(s, &mki_page_empty);
         if (s->spare == cur)
             s->spare = NULL;

@@ -12,8 +12,7 @@
  *     NULL: -1, EINVAL; a thread-safe pool used by one thread behaves the
  *     same;
  *   - after a peak of 200,000 objects freed in a scattered order, at most 2
- *     blocks stay and mk_trim gives the rest back [known failure since the
- *     pool's front; registered DISABLED];
+ *     blocks stay and mk_trim gives the rest back;
  *   - the leak report in the release build (in a child process, stderr
  *     captured): exactly "memkit: pool NAME: N objects (B bytes) leaked"
  *     with B = N * size, and no abort; a pool deleted empty prints
@@ -115,11 +114,8 @@ static void test_alloc_free(void)
  * After a peak, memory goes back: 200,000 objects freed in a scattered
  * order leave at most 2 blocks (the current page and one spare, as for a
  * SLAB context: api/slab.c), and after mk_trim the OS layer's committed
- * bytes are back near the baseline.  KNOWN FAILURE (registered DISABLED):
- * since the pool's front (pool.c: up to 64 freed objects kept for the next
- * allocations, "live for the slab"), the last objects freed pin their
- * pages: about 60 blocks (4 MiB for 48-byte objects after 1,000,000)
- * stay with no live object, and mk_trim cannot return them.
+ * bytes are back near the baseline.  (The pool's front holds objects of
+ * the slab's current page only, so it pins no other page.)
  */
 static void test_pages_back_after_peak(void)
 {
