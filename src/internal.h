@@ -186,15 +186,10 @@ void *mki_general_refill(mki_general *g, mki_page *pg, size_t size);
  * (only GENERAL pages take that path). */
 void mki_general_page_empty(mki_page *pg);
 void mki_general_collect(mk_ctx *ctx);
-/* Secure mode (annotate.h): allocation and an owner's free of a chunk of a
- * small page that is not full, without the inline paths. */
+/* Secure mode (annotate.h): malloc's allocation from GENERAL context @g,
+ * which the calling thread owns, without the inline paths (which read raw
+ * links): a chunk of @size bytes and a guard word, 16-aligned. */
 void *mki_general_alloc_secure(mki_general *g, size_t size);
-void mki_general_free_secure(mki_page *pg, void *p);
-/* Secure mode's free where nothing is wrong (the common case, first):
- * chunk @p of an owned, not full small page of a secure GENERAL context,
- * the start of a live chunk, guard words intact: freed, 1; else 0 and
- * nothing done (the caller's path validates and reports). */
-int mki_general_free_secure_try(mki_page *pg, void *p);
 /* Bytes of small pages per size class, process-wide (relaxed). */
 extern _Atomic size_t mki_general_class_bytes[MKI_NCLASS];
 /* A chunk of a GENERAL small page freed by a thread that does not own the

@@ -37,7 +37,7 @@ static const char *const secure_words[] = {"off", "on", "guard", NULL};
 
 unsigned char mki_secure; /* MKI_OPT_SECURE, fixed at start (a byte: one compare on the free path) */
 uintptr_t mki_link_key;  /* the secret of encoded links (annotate.h) */
-uintptr_t mki_free_key;  /* the secret of double-free keys (page.h) */
+uintptr_t mki_free_key;  /* the secret of GENERATION header states (generation.h) */
 
 static const option_def defs[MKI_OPT_COUNT] = {
     /* How long a segment stays empty before it goes back to the OS:

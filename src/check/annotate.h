@@ -109,7 +109,7 @@ MKI_INLINE void mki_mem_forget(const void *p, size_t n)
  * (nor do the checking build's, which encodes its links the same way). */
 extern unsigned char mki_secure;
 extern uintptr_t mki_link_key;
-/* The secret of the double-free key of free chunks (page.h), drawn at
+/* The secret of GENERATION's header states (ctx/generation.h), drawn at
  * start with mki_link_key; never 0. */
 extern uintptr_t mki_free_key;
 MKI_INLINE uintptr_t mki_link_mask(const void *p)
@@ -119,6 +119,19 @@ MKI_INLINE uintptr_t mki_link_mask(const void *p)
      * to no chunk and is reported, where NULL would pass as the list's end */
     return MK_CONFIG_CHECK || mki_secure ? ((uintptr_t)p >> 12) ^ mki_link_key
                                          : 0;
+}
+
+/* The link word of a free chunk of an uninstrumented secure context (its
+ * own paths, ctx/general.c and general.h): encoded, with no test of the
+ * mode and, like the inline paths, no annotation (such a context's memory
+ * is never poisoned). */
+MKI_INLINE void *mki_link_get_enc(void *p)
+{
+    return (void *)(*(uintptr_t *)p ^ ((uintptr_t)p >> 12) ^ mki_link_key);
+}
+MKI_INLINE void mki_link_set_enc(void *p, void *v)
+{
+    *(uintptr_t *)p = (uintptr_t)v ^ ((uintptr_t)p >> 12) ^ mki_link_key;
 }
 
 /* The link word of a free chunk (slow paths only). */

@@ -381,26 +381,21 @@ void *mki_general_alloc_slow(mki_general *g, size_t size)
     return large_alloc(g, size, 0);
 }
 
-/* Secure mode's allocation: the fast path's work, with the link read
- * through the encoded, checked accessor (page.h), for @size bytes and a
- * guard word after them (page.h), in a class that is a multiple of 16 (a
- * request of 9..16 bytes plus its guard would otherwise land in the
- * 8-aligned 24-byte class). */
-void *mki_general_alloc_secure(mki_general *g, size_t size)
+/* Secure mode's allocation beyond the common case: a request above 1 KiB,
+ * an empty free list, a bad size. */
+static MKI_NOINLINE void *alloc_secure_slow(mki_general *g, size_t size)
 {
     if (size > MKI_SIZE_MAX) {
         errno = ENOMEM;
         return NULL;
     }
-    size_t need = mki_class_malloc_size(size + MKI_GUARD);
-    void *p = NULL;
-    if (MKI_LIKELY(need <= MKI_SMALL_MAX)) {
-        /* the common case, the pop of an encoded, checked link */
+    size_t need = size + MKI_GUARD;
+    if (need > MKI_DIRECT_MAX && need <= MKI_SMALL_MAX) {
         mki_page *pg = mki_general_page_for(g, need);
-        p = pg->free;
-        if (MKI_LIKELY(p != NULL)) {
-            void *next = mki_link_get(p);
-            if (MKI_UNLIKELY(next && !mki_page_is_chunk_exact(pg, next)))
+        char *p = pg->free;
+        if (p != NULL) {
+            char *next = mki_link_get_enc(p);
+            if (next && !mki_page_is_chunk_exact(pg, next))
                 next = mki_page_bad_link(pg, p);
             pg->free = next;
             pg->used++;
@@ -409,7 +404,7 @@ void *mki_general_alloc_secure(mki_general *g, size_t size)
             return p;
         }
     }
-    p = mki_general_alloc_slow(g, need);
+    void *p = mki_general_alloc_slow(g, mki_class_malloc_size(need));
     if (p) {
         mki_page *pg = mki_page_of(p);
         if (pg->kind != MKI_PAGE_HUGE)
@@ -418,26 +413,29 @@ void *mki_general_alloc_secure(mki_general *g, size_t size)
     return p;
 }
 
-/* Secure mode's free of a validated chunk of a small page the caller owns
- * and that is not full: the fast path's work, with the link encoded. */
-void mki_general_free_secure(mki_page *pg, void *p)
+/* Secure mode's allocation: the fast path's work for @size bytes and a
+ * guard word after them (page.h), in malloc's classes (multiples of 16:
+ * a request of 9..16 bytes plus its guard would otherwise land in the
+ * 8-aligned 24-byte class), with the link decoded and checked before it
+ * is followed: a chunk of the page (a range test and the position test)
+ * or the list's end. */
+void *mki_general_alloc_secure(mki_general *g, size_t size)
 {
-    mki_page_push(pg, p);
-    mki_chunk_set_freed(pg, p);
-    if (--pg->used == 0)
-        mki_general_page_empty(pg); /* (used 0: not current) */
-}
-
-int mki_general_free_secure_try(mki_page *pg, void *p)
-{
-    /* the tagged identity: a small page of a secure GENERAL context the
-     * calling thread owns, not full (types.h) */
-    if (mki_page_tid(pg) != (mki_tid_now() | MKI_TID_SECURE) ||
-        !mki_page_is_chunk(pg, p) || mki_chunk_freed(pg, p) ||
-        mki_guard_broken(pg, p))
-        return 0; /* the general path, which reports what is wrong */
-    mki_general_free_secure(pg, p);
-    return 1;
+    if (MKI_LIKELY(size <= MKI_DIRECT_MAX - MKI_GUARD)) {
+        mki_page *pg = g->cls[mki_class_of_a16(size + MKI_GUARD)];
+        char *p = pg->free;
+        if (MKI_LIKELY(p != NULL)) {
+            char *next = mki_link_get_enc(p);
+            if (MKI_UNLIKELY(next && !mki_page_is_chunk_exact(pg, next)))
+                next = mki_page_bad_link(pg, p);
+            pg->free = next;
+            pg->used++;
+            mki_chunk_set_live(p);
+            *(uintptr_t *)(p + pg->chunk_size - MKI_GUARD) = mki_guard_value(p);
+            return p;
+        }
+    }
+    return alloc_secure_slow(g, size);
 }
 
 static void *general_alloc(mk_ctx *ctx, size_t size)

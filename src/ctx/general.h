@@ -100,6 +100,26 @@ MKI_INLINE void mki_chunk_free(void *p)
     mki_chunk_free_slow(pg, p);
 }
 
+/* Secure mode's free where nothing is wrong (the common case, first, on
+ * the free slow path, chunk.c): chunk @p of small page @pg that the
+ * calling thread's fast path may push to (the tagged identity, types.h: a
+ * page of a secure GENERAL context it owns, not full), the start of a live
+ * chunk, guard words intact: freed with its link encoded, 1.  Else 0 and
+ * nothing done: the caller's path validates and reports. */
+MKI_INLINE int mki_general_free_secure_try(mki_page *pg, void *p)
+{
+    if (mki_page_tid(pg) != (mki_tid_now() | MKI_TID_SECURE) ||
+        !mki_page_is_chunk(pg, p) || mki_chunk_freed(pg, p) ||
+        mki_guard_broken(pg, p))
+        return 0;
+    mki_link_set_enc(p, pg->free);
+    mki_chunk_set_freed(pg, p);
+    pg->free = p;
+    if (MKI_UNLIKELY(--pg->used == 0))
+        mki_general_page_empty(pg); /* (used 0: not current) */
+    return 1;
+}
+
 #pragma GCC visibility pop
 
 #endif /* MKI_GENERAL_H */

@@ -18,7 +18,7 @@
 #define MKI_GEN_HDR 8u
 
 /* The state word of a chunk's header: derived from the chunk's address and
- * the secret of double-free keys (page.h), so that a program's data can
+ * a secret drawn at start (mki_free_key), so that a program's data can
  * pass for a header only by chance or by reading the secret: a free of a
  * pointer into a chunk's data (whose "header" is data) is reported, not
  * counted.  A freed chunk's is the complement. */

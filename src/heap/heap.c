@@ -69,6 +69,9 @@ _Static_assert(MKI_NCLASS_DIRECT == 21, "mki_heap_boot lists 21 classes");
 _Thread_local mki_general *mki_tls_fast TLS_IE = &mki_heap_boot;
 static _Thread_local mk_ctx *tls_current TLS_IE; /* NULL: the heap */
 static _Thread_local mk_ctx *tls_heap TLS_IE;
+/* secure mode: the malloc context when it is a secure GENERAL context the
+ * thread owns (mki_tls_fast is then the boot context), else NULL */
+static _Thread_local mki_general *tls_secure TLS_IE;
 static _Thread_local int tls_busy TLS_IE; /* setting up the heap */
 static _Thread_local int tls_exited TLS_IE; /* heap_exit ran: the thread is
                                                 in its last destructors */
@@ -115,6 +118,10 @@ static void update_fast(void)
     mki_tls_fast = c && c->fast_kind == MK_GENERAL && c->fast_tid == mki_tid()
                        ? (mki_general *)c
                        : &mki_heap_boot;
+    tls_secure = c && c->fast_kind == MKI_KIND_SECURE && c->kind == MK_GENERAL &&
+                         c->fast_tid == (mki_tid() | MKI_TID_SECURE)
+                     ? (mki_general *)c
+                     : NULL;
 }
 
 /* ---- orphans ---------------------------------------------------------------- */
@@ -167,8 +174,9 @@ static late_heap *lates_gone(int max)
 /* Milliseconds of the monotonic clock (differences are what count). */
 static uint32_t now_ms(void) { return (uint32_t)(mki_os_now_ns() / 1000000u); }
 
-/* When a thread last attached a heap (ms; heap_lock). */
+/* When a thread last attached a heap, the first one aside (ms; heap_lock). */
 static uint32_t last_attach_ms;
+static int attached_any;
 
 /* Keep an orphan that holds nothing for the next thread to adopt (its
  * pages are laid out and warm: under thread churn, adopting it costs no
@@ -253,7 +261,7 @@ static void heap_exit(void *arg)
     if (tls_heap == h)
         tls_heap = NULL;
     tls_current = NULL;
-    mki_tls_fast = &mki_heap_boot; /* a later malloc here makes a new heap */
+    update_fast(); /* the boot context: a later malloc here makes a new heap */
     mki_heap_sweep_orphans(SWEEP_AT_EXIT);
     if (h)
         heap_release(h);
@@ -358,7 +366,12 @@ static MKI_NOINLINE mk_ctx *heap_attach(void)
     pthread_once(&key_once, key_init);
     mki_lock(&heap_lock);
     mk_ctx *h = orphan_pop();
-    last_attach_ms = now_ms();
+    /* (not the first: no orphan can wait yet, and a program that never
+     * starts a thread then never calls into the clock's code: a fault of
+     * 64 KiB of libc's text, in hello's fixed cost) */
+    if (attached_any)
+        last_attach_ms = now_ms();
+    attached_any = 1;
     mki_unlock(&heap_lock);
     if (h)
         mki_ctx_set_owner_tid(h, mki_tid());
@@ -415,12 +428,10 @@ void *mki_heap_refill(mki_general *g, mki_page *pg, size_t n)
 {
     if (MKI_LIKELY(g != &mki_heap_boot))
         return mki_general_refill(g, pg, mki_class_malloc_size(n));
-    if (mki_secure) { /* secure mode's every malloc: its own path, first */
-        mk_ctx *c = malloc_ctx_now();
-        if (c && c->fast_kind == MKI_KIND_SECURE && c->kind == MK_GENERAL &&
-            !atomic_load_explicit(&mki_purge_want, memory_order_relaxed))
-            return mki_general_alloc_secure((mki_general *)c, n);
-    }
+    mki_general *s = tls_secure; /* secure mode's every malloc, first */
+    if (MKI_LIKELY(s != NULL) &&
+        !atomic_load_explicit(&mki_purge_want, memory_order_relaxed))
+        return mki_general_alloc_secure(s, n);
     return mki_heap_alloc(n);
 }
 
