@@ -295,8 +295,9 @@ void mki_purge_fork(int phase); /* as mki_meta_fork */
  * next safe point).  Cheap when a run is already wanted. */
 int mki_purge_collect(void);
 /* The hook mki_purge_collect runs, with @force 0, and mk_trim, with @force
- * 1 (bound once at the top: heap.c). */
-void mki_purge_set_collect(void (*fn)(int force));
+ * 1 (bound once at the top: heap.c).  It returns 1 when it should run
+ * again later (a heap it waits for: a thread still exiting). */
+void mki_purge_set_collect(int (*fn)(int force));
 void mki_pool_fork(int phase);  /* as mki_meta_fork: the shard lock */
 /* memkit took more address space from the OS (cheap: a flag). */
 void mki_purge_grew(void);

@@ -72,7 +72,7 @@ static _Atomic size_t purged_bytes, passes;
 static _Atomic unsigned long notes; /* frees noted so far (see purge_main) */
 static _Atomic int collect_wanted;   /* run collect_hook (mki_purge_collect) */
 static unsigned long long last_collect_ns;
-static void (*collect_hook)(int force);
+static int (*collect_hook)(int force);
 
 static void cond_init(void)
 {
@@ -140,11 +140,12 @@ static unsigned long long collect_if_due(void)
         return at;
     atomic_store(&collect_wanted, 0);
     last_collect_ns = now;
-    void (*fn)(int) = collect_hook;
+    int (*fn)(int) = collect_hook;
     mki_unlock(&purge_lock);
-    if (fn)
-        fn(0); /* its frees note purges of their own */
+    int again = fn && fn(0); /* its frees note purges of their own */
     mki_lock(&purge_lock);
+    if (again) /* (due a quarter of a delay from now) */
+        atomic_store(&collect_wanted, 1);
     return 0;
 }
 
@@ -253,7 +254,10 @@ static void start_thread(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (r != 0) {
+        mki_lock(&purge_lock);
         atomic_store(&thread_state, 3); /* none, and never again */
+        atomic_store(&collect_wanted, 0); /* (none will run it) */
+        mki_unlock(&purge_lock);
         return;
     }
     /* wait until it runs (it names itself, says so with state 2, and
@@ -336,23 +340,30 @@ void mki_purge_note(void)
     mki_unlock(&purge_lock);
 }
 
-void mki_purge_set_collect(void (*fn)(int)) { collect_hook = fn; }
+void mki_purge_set_collect(int (*fn)(int)) { collect_hook = fn; }
 
 int mki_purge_collect(void)
 {
-    int ts = atomic_load(&thread_state);
-    if (ts == 0 && mki_option(MKI_OPT_PURGE_THREAD) && policy_active())
-        atomic_store_explicit(&mki_purge_want, 1, memory_order_relaxed);
-    if (ts != 1 && ts != 2)
-        return 0; /* no thread: the next thread exit or mk_trim collects */
-    if (atomic_load_explicit(&collect_wanted, memory_order_relaxed) ||
-        atomic_exchange(&collect_wanted, 1))
-        return 1; /* wanted already */
+    /* wanted already: the flag is set only under the lock while a thread
+     * runs or starts, and the thread exits only with it clear, so a run
+     * will come (the common case of a burst of frees into an orphan: no
+     * lock) */
+    if (atomic_load_explicit(&collect_wanted, memory_order_relaxed))
+        return 1;
     pthread_once(&cond_once, cond_init);
     mki_lock(&purge_lock);
-    pthread_cond_signal(&purge_cond);
+    int ts = atomic_load(&thread_state);
+    int will = ts == 1 || ts == 2;
+    if (will) {
+        atomic_store(&collect_wanted, 1);
+        pthread_cond_signal(&purge_cond);
+    } else if (ts == 0 && mki_option(MKI_OPT_PURGE_THREAD) && policy_active()) {
+        /* no thread: the next thread exit or mk_trim collects, and the
+         * next safe point starts one */
+        atomic_store_explicit(&mki_purge_want, 1, memory_order_relaxed);
+    }
     mki_unlock(&purge_lock);
-    return 1;
+    return will;
 }
 
 void mki_purge_options_changed(void)
@@ -409,7 +420,7 @@ void mki_purge_figures(size_t *bytes, size_t *npasses)
 size_t mk_trim(void)
 {
     if (collect_hook)
-        collect_hook(1); /* heaps of exited threads (heap.c) */
+        (void)collect_hook(1); /* heaps of exited threads (heap.c) */
     size_t bytes = 0, more = 0;
     run_pass(1, &bytes, NULL);
     /* purging free pages may have emptied segments: they go too */

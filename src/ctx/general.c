@@ -258,8 +258,20 @@ static void shuffle(mki_page *pg)
     while (gcd(n, stride) != 1) /* stride 1 always is */
         stride = stride % (n - 1) + 1;
     pg->free = NULL;
-    for (uint32_t k = 0; k < n; k++, at = (at + stride) % n)
-        mki_page_push(pg, pg->start + (size_t)at * pg->chunk_size);
+    /* every chunk is free from now on: it holds its double-free key, and
+     * in a secure context its guard word too (page.h: the free of its
+     * neighbour checks it) */
+    int guard = pg->ctx->fast_kind == MKI_KIND_SECURE;
+    for (uint32_t k = 0; k < n; k++, at = (at + stride) % n) {
+        char *c = pg->start + (size_t)at * pg->chunk_size;
+        mki_page_push(pg, c);
+        if (guard) {
+            mki_guard_set(pg, c);
+            mki_chunk_set_freed(pg, c); /* (a 16-byte chunk: over its guard) */
+        } else if (pg->ctx->fast_kind != MKI_KIND_SLOW) {
+            mki_chunk_set_freed(pg, c);
+        }
+    }
     pg->extend = pg->end;
     mki_page_pos_init(pg); /* every chunk is on the free list */
 }
@@ -304,7 +316,9 @@ static mki_page *page_new(mki_general *g, unsigned c, uint32_t after)
 static void *take(mki_general *g, mki_page *pg)
 {
     void *b = mki_page_take(pg);
-    if (g->base.fast_kind != MKI_KIND_SLOW)
+    if (g->base.fast_kind == MKI_KIND_SECURE)
+        mki_guard_hand_out(pg, b);
+    else if (g->base.fast_kind != MKI_KIND_SLOW)
         mki_chunk_set_live(b);
     return b;
 }
@@ -399,15 +413,14 @@ static MKI_NOINLINE void *alloc_secure_slow(mki_general *g, size_t size)
                 next = mki_page_bad_link(pg, p);
             pg->free = next;
             pg->used++;
-            mki_chunk_set_live(p);
-            mki_guard_set(pg, p);
+            mki_guard_hand_out(pg, p);
             return p;
         }
     }
     void *p = mki_general_alloc_slow(g, mki_class_malloc_size(need));
-    if (p) {
+    if (p) { /* (a small chunk has its guard: take) */
         mki_page *pg = mki_page_of(p);
-        if (pg->kind != MKI_PAGE_HUGE)
+        if (pg->kind == MKI_PAGE_LARGE)
             mki_guard_set(pg, p);
     }
     return p;
@@ -430,8 +443,7 @@ void *mki_general_alloc_secure(mki_general *g, size_t size)
                 next = mki_page_bad_link(pg, p);
             pg->free = next;
             pg->used++;
-            mki_chunk_set_live(p);
-            *(uintptr_t *)(p + pg->chunk_size - MKI_GUARD) = mki_guard_value(p);
+            mki_guard_hand_out(pg, p);
             return p;
         }
     }
@@ -716,13 +728,16 @@ static void add_stats(mki_page *pg, void *arg)
     mk_stats *out = arg;
     out->blocks++;
     out->bytes_reserved += pg->size;
+    /* usable sizes: a secure chunk's guard word is memkit's (page.h) */
+    size_t guard = pg->ctx->fast_kind == MKI_KIND_SECURE &&
+                           pg->kind != MKI_PAGE_HUGE ? MKI_GUARD : 0;
     if (pg->kind == MKI_PAGE_SMALL) {
         size_t live = pg->used - ((pg->flags & MKI_PF_CURRENT) ? 1u : 0u);
         out->chunks += live;
-        out->bytes_used += live * pg->chunk_size;
+        out->bytes_used += live * (pg->chunk_size - guard);
     } else {
         out->chunks += 1;
-        out->bytes_used += (size_t)(pg->end - pg->start);
+        out->bytes_used += (size_t)(pg->end - pg->start) - guard;
     }
 }
 

@@ -88,12 +88,21 @@ static mki_page *block_new(mki_gen *g, size_t need)
 
 static void gen_collect(mk_ctx *ctx);
 
+/* Secure mode: a large chunk ends in a guard word, as GENERAL's do
+ * (page.h); huge ones have none. */
+static size_t large_guard(const mki_gen *g)
+{
+    return g->base.fast_kind == MKI_KIND_SECURE ? MKI_GUARD : 0;
+}
+
 static void *large_alloc(mki_gen *g, size_t size, size_t align)
 {
     mki_ctx_collect(&g->base);
-    mki_page *pg = mki_segment_chunk_alloc(&g->base, size, align);
+    mki_page *pg = mki_segment_chunk_alloc(&g->base, size + large_guard(g), align);
     if (!pg)
         return NULL;
+    if (large_guard(g) && pg->kind == MKI_PAGE_LARGE)
+        mki_guard_set(pg, pg->start);
     mki_page_list_push(&g->large, pg);
     return pg->start;
 }
@@ -184,7 +193,7 @@ static void gen_collect(mk_ctx *ctx)
 static size_t gen_usable_size(const mki_page *pg, const void *p)
 {
     if (pg->kind != MKI_PAGE_BLOCK)
-        return (size_t)(pg->end - pg->start);
+        return (size_t)(pg->end - pg->start) - large_guard(gen(pg->ctx));
     return hdr_get(p).size;
 }
 
@@ -284,7 +293,7 @@ static void gen_stats(const mk_ctx *ctx, mk_stats *out)
         out->blocks++;
         out->bytes_reserved += pg->size;
         out->chunks++;
-        out->bytes_used += (size_t)(pg->end - pg->start);
+        out->bytes_used += gen_usable_size(pg, pg->start);
     }
 }
 

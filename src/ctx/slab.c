@@ -242,10 +242,10 @@ void *mki_slab_alloc_chunk(mki_slab *s)
         return NULL;
     mki_page *pg = s->curpg;
     void *b = mki_page_take(pg);
-    if (s->base.fast_kind != MKI_KIND_SLOW)
-        mki_chunk_set_live(b); /* (instrumented chunks are poisoned) */
     if (s->base.fast_kind == MKI_KIND_SECURE)
-        mki_guard_set(pg, b);
+        mki_guard_hand_out(pg, b);
+    else if (s->base.fast_kind != MKI_KIND_SLOW)
+        mki_chunk_set_live(b); /* (instrumented chunks are poisoned) */
     if (s->front) /* its position test follows the page's */
         s->front->limit = pg->pos_limit;
     if (pg->used > pg->hi)
@@ -394,7 +394,7 @@ static void add_stats(mki_page *pg, void *arg)
     out->blocks++;
     out->bytes_reserved += pg->size;
     out->chunks += pg->used;
-    out->bytes_used += (size_t)pg->used * pg->chunk_size;
+    out->bytes_used += (size_t)pg->used * slab_usable_size(pg, NULL);
 }
 
 static void slab_stats(const mk_ctx *ctx, mk_stats *out)

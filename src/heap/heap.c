@@ -197,19 +197,35 @@ static int keep_empty(int force)
     return !force && threads_coming() && mki_purge_collect();
 }
 
+/* Delete the heaps of list @dead (through next_sibling), without the heap
+ * lock: a deletion runs the program's reset callbacks (mk_ctx_on_reset)
+ * and may report leaks to its error handler, either of which may call
+ * malloc, which may need the lock to attach a heap. */
+static void delete_all(mk_ctx *dead)
+{
+    while (dead) {
+        mk_ctx *next = dead->next_sibling;
+        dead->next_sibling = NULL;
+        mk_ctx_delete(dead);
+        dead = next;
+    }
+}
+
 /* Take in the frees of up to @max orphans (all: -1), under the lock (a
  * thread that attaches meanwhile waits and then adopts one, rather than
  * find the list empty and make a new heap); delete those that have stayed
- * empty (keep_empty).  Late heaps whose thread is gone join them first. */
+ * empty (keep_empty), after it.  Late heaps whose thread is gone join them
+ * first. */
 static void sweep_orphans(int max, int force)
 {
     mki_lock(&heap_lock);
     late_heap *gone = lates ? lates_gone(max) : NULL;
-    mk_ctx *keep = NULL, **tail = &keep;
+    mk_ctx *keep = NULL, **tail = &keep, *dead = NULL;
     for (int i = 0; (max < 0 || i < max) && orphans; i++) {
         mk_ctx *h = orphan_pop();
         if (!holds_anything(h) && !keep_empty(force)) {
-            mk_ctx_delete(h);
+            h->next_sibling = dead; /* (no thread can adopt it now) */
+            dead = h;
             continue;
         }
         *tail = h;
@@ -218,6 +234,7 @@ static void sweep_orphans(int max, int force)
     *tail = orphans; /* the swept ones first, in their order */
     orphans = keep;
     mki_unlock(&heap_lock);
+    delete_all(dead);
     while (gone) {
         late_heap *next = gone->next;
         mki_meta_free(gone, sizeof *gone);
@@ -234,11 +251,12 @@ static void heap_release(mk_ctx *h)
 {
     mki_ctx_set_owner_tid(h, 0);
     mki_lock(&heap_lock);
-    if (holds_anything(h) || keep_empty(0))
+    int keep = holds_anything(h) || keep_empty(0);
+    if (keep)
         orphan_push(h);
-    else
-        mk_ctx_delete(h);
     mki_unlock(&heap_lock);
+    if (!keep)
+        mk_ctx_delete(h); /* (without the lock: delete_all) */
 }
 
 /* pthread key destructor: the thread is exiting. */
@@ -330,7 +348,14 @@ __attribute__((constructor)) static void fork_at_load(void)
  * threads, or heaps emptied (mki_purge_collect): take them in, and give
  * back the heaps that have stayed empty, without waiting for another
  * thread to exit; mk_trim gives back every empty one (@force). */
-static void collect_orphans(int force) { sweep_orphans(-1, force); }
+static int collect_orphans(int force)
+{
+    sweep_orphans(-1, force);
+    mki_lock(&heap_lock);
+    int waiting = lates != NULL; /* late heaps of threads still exiting */
+    mki_unlock(&heap_lock);
+    return waiting;
+}
 
 __attribute__((constructor)) static void bind_collect(void)
 {
@@ -351,6 +376,9 @@ static void late_attach(mk_ctx *h)
     lates = e;
     mki_unlock(&heap_lock);
     tls_late = e;
+    /* no destructor of ours will run for it: a collect finds the thread
+     * gone, however long after the last thread exit */
+    (void)mki_purge_collect();
 }
 
 /* The calling thread's heap: adopt an orphan or create one.  NULL (errno

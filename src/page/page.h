@@ -202,6 +202,18 @@ MKI_INLINE void mki_guard_set(const mki_page *pg, void *chunk)
 {
     *mki_guard_at(pg, chunk) = mki_guard_value(chunk);
 }
+/* Chunk @chunk of small page @pg of a secure context is handed out: its
+ * double-free key goes and its guard word is written, in one store where
+ * they share a word (a 16-byte chunk: its guard stands for "live"), so
+ * that the free of the chunk after it, on any thread, never reads a word
+ * that is neither. */
+MKI_INLINE void mki_guard_hand_out(const mki_page *pg, void *chunk)
+{
+    uintptr_t *g = (uintptr_t *)((char *)chunk + pg->chunk_size - MKI_GUARD);
+    if (g != (uintptr_t *)chunk + 1)
+        mki_chunk_set_live(chunk);
+    *g = mki_guard_value(chunk);
+}
 /* The chunk whose guard a write past its end broke, among @chunk and the
  * chunk before it in small page @pg (large: @chunk alone), or NULL. */
 MKI_INLINE const void *mki_guard_broken(const mki_page *pg, const char *chunk)
