@@ -97,6 +97,19 @@ EXPORT void *calloc(size_t n, size_t size)
     return p;
 }
 
+/* realloc into a new chunk of @n bytes, 16-aligned, of the owner's context
+ * @c (instrumented: it records @n; mk_free reports nothing it has not). */
+static void *realloc_moved(mk_ctx *c, void *p, size_t n)
+{
+    void *q = mk_alloc_aligned(c, n, 16);
+    if (!q)
+        return NULL;
+    size_t old = mk_usable_size(p);
+    memcpy(q, p, n < old ? n : old);
+    mk_free(p);
+    return q;
+}
+
 EXPORT void *realloc(void *p, size_t n)
 {
     if (!p)
@@ -109,10 +122,19 @@ EXPORT void *realloc(void *p, size_t n)
     if (!owner)
         return NULL; /* reported */
     /* the owner: mk_realloc (the chunk stays in its context), asking
-     * 17..24 bytes as 32, which mk_realloc would otherwise serve from the
-     * 8-aligned 24-byte class (sizeclass.c) */
-    if (mki_ctx_owner(owner) == mki_tid() || mk_ctx_kind(owner) == MK_BUMP)
-        return mk_realloc(p, mki_class_malloc_size(n)); /* (bump: ENOTSUP) */
+     * 17..24 bytes as 32 in the default mode, which mk_realloc would
+     * otherwise serve from the 8-aligned 24-byte class (sizeclass.c); a
+     * secure context's classes are all 16-aligned; an instrumented one
+     * records the size it is asked for and checks the bytes past it, so
+     * it gets n itself, 16-aligned, in a new chunk */
+    if (mki_ctx_owner(owner) == mki_tid() || mk_ctx_kind(owner) == MK_BUMP) {
+        if (n - 17 < 8 && owner->fast_kind == MKI_KIND_SLOW &&
+            mk_ctx_kind(owner) != MK_BUMP)
+            return realloc_moved(owner, p, n);
+        return mk_realloc(p, owner->fast_kind == MKI_KIND_SECURE
+                                 ? n
+                                 : mki_class_malloc_size(n)); /* (bump: ENOTSUP) */
+    }
     /* another thread's context: keep the chunk if it fits and is
      * 16-aligned, else move it into ours */
     size_t old = mk_usable_size(p);
