@@ -105,9 +105,10 @@ typedef struct mk_ctx_opts {
     size_t chunk_align;   /**< MK_SLAB: the alignment of every chunk, a
                                power of two up to 64 KiB (0: the alignment
                                mk_alloc gives chunk_size; at least 8).  A
-                               slab's slot is chunk_size rounded up to it,
-                               and at least 16 bytes (a free chunk holds
-                               its link and its double-free key) */
+                               slab's slot is chunk_size (plus an 8-byte
+                               guard word with MEMKIT_SECURE=1) rounded up
+                               to it, and at least 16 bytes (a free chunk
+                               holds its link and its double-free key) */
     size_t block_size;    /**< MK_GENERATION / MK_BUMP: preferred block size */
 } mk_ctx_opts;
 
@@ -287,13 +288,16 @@ MK_API void *mk_realloc(void *p, size_t size);
  *    reset: "memkit: free(): invalid pointer P (not the start of a chunk of
  *    context NAME)";
  *  - an address in no memory of memkit's (the stack, a global, another
- *    allocator's block): "memkit: free(): invalid pointer P".
+ *    allocator's block), or inside a huge chunk past its first 4 MiB:
+ *    "memkit: free(): invalid pointer P".
  * Nothing is then handed out twice.  Only a double free made by two threads
  * at the same moment, or one whose chunk the program overwrote after the
  * first free, can pass unseen; the checking build (libmemkit-check) also
  * catches those.  MEMKIT_SECURE=1 also reports a write past the end of a
  * chunk into its neighbour when either is freed ("memkit: write past the
- * end of a chunk (into its neighbour): pointer P (context "NAME")").
+ * end of a chunk (into its neighbour): pointer P (context "NAME")"; in an
+ * MK_GENERATION context the neighbour's header is what the write breaks,
+ * and a free of the neighbour reports it as not the start of a chunk).
  */
 MK_API void mk_free(void *p);
 
@@ -302,14 +306,16 @@ MK_API void mk_free(void *p);
  * NULL and for kinds that do not keep sizes (MK_BUMP).  In instrumented
  * builds (checking, ASan, under Valgrind) it is exactly the size requested,
  * for every kind: the bytes past it are checked.  With MEMKIT_SECURE=1 it
- * stops 8 bytes before the end of a chunk's slot (a guard word).  A pointer
+ * stops 8 bytes before the end of a small or large chunk's slot (a guard
+ * word; huge chunks have none).  A pointer
  * that is not the start of a live chunk is reported as mk_free reports it
  * ("memkit: malloc_usable_size(): invalid pointer P ..."), 0.
  */
 MK_API size_t mk_usable_size(const void *p);
 
 /** The context that owns chunk @p p, found in O(1); NULL for NULL (and,
- * reported as mk_free reports it, for what is not a live chunk). */
+ * reported as mk_free reports it, for what is not a live chunk; inside an
+ * MK_BUMP block, which keeps no chunk boundaries, any address passes). */
 MK_API mk_ctx *mk_ctx_of(const void *p);
 
 /* ------------------------------------------------------------------------ */

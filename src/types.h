@@ -102,9 +102,9 @@ struct mki_page {
     mk_ctx *ctx;         /* owner */
     /* Small pages: is q the start of a chunk handed out from this page?
      * (uint32)((q - start) * pos_magic) < pos_limit, one multiply: the
-     * multiple k * chunk_size maps to k * pos_step (< pos_limit exactly
-     * for the chunks below `extend`), anything else to at least pos_magic
-     * (page.h, mki_page_pos_*).  pos_limit 0: no position passes (pages of
+     * multiple k * chunk_size maps to k * (chunk_size * pos_magic mod 2^32),
+     * below pos_limit exactly for the chunks below `extend`; anything else
+     * maps to at least pos_magic (page.h, mki_page_pos_*).  pos_limit 0: no position passes (pages of
      * other kinds, pages above 64 KiB), the exact test is the slow path's. */
     uint32_t pos_magic, pos_limit;
     /* -- colder -- */

@@ -197,7 +197,8 @@ void *mki_instr_alloc(mk_ctx *ctx, size_t size, size_t align)
         return NULL;
     }
     /* the tail must not change the alignment mk_alloc promises for @size
-     * (GENERAL classes of 8 and 24 bytes are only 8-aligned) */
+     * (mk_alloc's GENERAL chunks of up to 8 bytes and of 17..24 bytes are
+     * only 8-aligned) */
     if (ctx->kind == MK_GENERAL && align < 16 &&
         !(size <= 8 || (size > 16 && size <= 24)))
         align = 16;

@@ -12,20 +12,30 @@
  *      which hands out the page's next never-used chunk (or takes the slow
  *      path when there is none);
  *   5. store the chunk's first word (the next free chunk) as the new head,
- *      add one to the page's live count, return the chunk.
- * mk_free, in words:
- *   1. mask the pointer down to its segment and load the page descriptor
- *      from the segment's page map (indexed by the pointer's 1 KiB unit);
- *   2. compare the page's fast_tid with the thread's identity (one
- *      thread-local load, os.h); if
- *      they differ (another thread's context, a full or large page, a kind
- *      without free lists) take the slow path;
- *   3. push the chunk on the page's free list, subtract one from the live
- *      count; if that reaches zero, give the page back (out of line).
+ *      clear its second (the double-free key, page.h), add one to the
+ *      page's live count, return the chunk.
+ * mk_free, in words (general.h, mki_chunk_free):
+ *   1. the pointer must lie in the arena of normal segments (a subtraction
+ *      and a compare, os.h); anything else goes to the checked path, which
+ *      finds huge chunks and segments outside the arena and reports what
+ *      memkit does not hold;
+ *   2. mask the pointer down to its segment and load the page descriptor
+ *      from the segment's page map (indexed by the pointer's 1 KiB unit;
+ *      NULL: a unit no page covers, the slow path reports it);
+ *   3. compare the page's fast_tid with the thread's identity (one
+ *      thread-local load, os.h); if they differ (another thread's context,
+ *      a full or large page, a kind without free lists, secure mode) take
+ *      the slow path;
+ *   4. the pointer must start a chunk the page has handed out (one
+ *      multiply, page.h) and the chunk must not hold its double-free key:
+ *      else report it (out of line);
+ *   5. push the chunk on the page's free list, store its key, subtract one
+ *      from the live count; if that reaches zero, give the page back (out
+ *      of line).
  * mk_alloc, BUMP kind: round the size to 16, compare it with the room left
  * in the current block, move the pointer.  GENERATION: the same, plus an
- * 8-byte header store; its free (in mki_chunk_free_slow) drops the block's count
- * without touching the chunk.
+ * 8-byte header store; its free (in mki_chunk_free_slow) checks and marks
+ * the header's state word, then drops the block's count.
  * No atomic operation, lock or call on any of these paths.  Errors, refills,
  * new pages, large chunks, other threads' frees, the other kinds and
  * instrumented contexts (check/instrument.c) are `noinline` helpers.

@@ -3,7 +3,7 @@
  * PostgreSQL's AllocSet plays this role; memkit's version keeps no chunk
  * header at all.
  *
- * Data structure: for each of the 42 size classes, a list of pages holding
+ * Data structure: for each of the 41 size classes, a list of pages holding
  * chunks of that class.  The head of a list is the *current* page, the one
  * the fast path pops from (mk_alloc in chunk.c); the slot of a class with no
  * page points at mki_page_empty so the fast path never tests for NULL.

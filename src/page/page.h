@@ -257,7 +257,8 @@ MKI_INLINE void mki_page_set_tid(mki_page *pg, uintptr_t tid)
 }
 
 /* Push a free chunk (the free list is threaded through the chunks' first
- * word; a chunk is at least 8 bytes).  Slow paths; the fast path in chunk.c
+ * word; a chunk is at least 16 bytes: its second holds the double-free
+ * key).  Slow paths; the fast path in chunk.c
  * writes the link itself. */
 MKI_INLINE void mki_page_push(mki_page *pg, void *p)
 {

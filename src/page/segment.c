@@ -218,10 +218,10 @@ static mki_segment **list_of(mki_segment *s)
 /* ---- registry (checking build) ------------------------------------------- */
 
 /* The maps of every 4 MiB of address space memkit holds a normal segment
- * at, and of every base of a huge mapping (the release build's test of a
- * pointer handed to free, page.h): a bit per segment, 4 MiB of zero-filled
- * memory each, of which only the words near memkit's segments are ever
- * touched.  Readers are lock-free (relaxed loads); writers hold
+ * at (a byte each, 32 MiB of zero-filled memory) and of every base of a
+ * huge mapping (a bit each, 4 MiB), which the slow paths ask before they
+ * read what a pointer handed to free leads to (mki_page_find); only the
+ * words near memkit's segments are ever touched.  Readers are lock-free (relaxed loads); writers hold
  * arena_lock. */
 unsigned char mki_segmap[MKI_SEGMAP_BITS];
 uint64_t mki_hugemap[MKI_SEGMAP_BITS / 64];

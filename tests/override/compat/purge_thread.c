@@ -8,7 +8,7 @@
  * EINVAL (setns(2) into a user namespace documents the same).  The thread
  * must exit once nothing waits to go back: here the program allocates
  * 64 MiB in 64 KiB blocks, frees them, and must be single-threaded again
- * within 2 s (the memory goes back after the 100 ms purge delay, the
+ * within 1.6 s (the memory goes back after the 100 ms purge delay, the
  * thread after a second without work), and unshare must not fail with
  * EINVAL.  With MEMKIT_PURGE_THREAD=0 (argument "off") the process must
  * never have a second thread.  On glibc the program is single-threaded
@@ -60,8 +60,8 @@ static void test_single_threaded_again(void)
            "RSS %.1f MiB at the peak, %.1f MiB then\n", most, single,
            peak / (double)MiB, after / (double)MiB);
     th_checks++;
-    if (single < 0 || single > 2.0)
-        th_fail(__FILE__, __LINE__, "still multi-threaded 2 s after the last "
+    if (single < 0 || single > 1.6)
+        th_fail(__FILE__, __LINE__, "still multi-threaded 1.6 s after the last "
                 "free (%.2f s)", single);
     if (off || !compat_memkit)
         CHECK_EQ(most, 1);
