@@ -80,13 +80,13 @@ static _Thread_local __attribute__((tls_model("initial-exec"))) unsigned
 static void shard_exit(void *arg)
 {
     shard_num *e = arg;
-    mki_lock(&shard_lock);
+    mki_os_lock(&shard_lock);
     shard_num **at = &shards_free;
     while (*at && (*at)->n < e->n)
         at = &(*at)->next;
     e->next = *at;
     *at = e;
-    mki_unlock(&shard_lock);
+    mki_os_unlock(&shard_lock);
     my_shard = 0;
 }
 
@@ -106,18 +106,18 @@ static unsigned shard_number(void)
     if (MKI_LIKELY(my_shard != 0))
         return my_shard;
     pthread_once(&shard_once, shard_init);
-    mki_lock(&shard_lock);
+    mki_os_lock(&shard_lock);
     shard_num *e = shards_free;
     if (e)
         shards_free = e->next;
-    mki_unlock(&shard_lock);
+    mki_os_unlock(&shard_lock);
     if (!e) {
         e = mki_meta_alloc(sizeof *e);
         if (!e)
             return 0;
-        mki_lock(&shard_lock);
+        mki_os_lock(&shard_lock);
         e->n = shards_next++;
-        mki_unlock(&shard_lock);
+        mki_os_unlock(&shard_lock);
     }
     e->next = NULL;
     my_shard = e->n;
@@ -246,7 +246,7 @@ void *mk_pool_alloc(mk_pool *pool)
 static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
 {
     mki_page *pg = MK_CONFIG_CHECK ? mki_check_pointer(obj)
-                                   : mki_page_find(obj);
+                                   : mki_segment_find(obj);
     if (!pg) {
         if (!MK_CONFIG_CHECK)
             mki_error_invalid("mk_pool_free", obj);

@@ -98,10 +98,10 @@ static int run_pass(int force, size_t *bytes, unsigned long long *next_due)
     int unmap = mode == MKI_PURGE_UNMAP || force;
     int pending = 0;
     unsigned long long due = ~0ull;
-    mki_lock(&pass_lock);
+    mki_os_lock(&pass_lock);
     size_t b = mki_huge_purge(force, unmap, delay_ns(), &pending, &due);
     b += mki_segment_purge(force, how, unmap, delay_ns(), &pending, &due);
-    mki_unlock(&pass_lock);
+    mki_os_unlock(&pass_lock);
     if (next_due)
         *next_due = due;
     atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
@@ -141,9 +141,9 @@ static unsigned long long collect_if_due(void)
     atomic_store(&collect_wanted, 0);
     last_collect_ns = now;
     int (*fn)(int) = collect_hook;
-    mki_unlock(&purge_lock);
+    mki_os_unlock(&purge_lock);
     int again = fn && fn(0); /* its frees note purges of their own */
-    mki_lock(&purge_lock);
+    mki_os_lock(&purge_lock);
     if (again) /* (due a quarter of a delay from now) */
         atomic_store(&collect_wanted, 1);
     return 0;
@@ -158,7 +158,7 @@ static void *purge_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "memkit-purge");
-    mki_lock(&purge_lock);
+    mki_os_lock(&purge_lock);
     atomic_store(&thread_state, 2);
     pthread_cond_broadcast(&purge_cond); /* the starter waits for it */
     unsigned long long idle_since = mki_os_now_ns();
@@ -189,9 +189,9 @@ static void *purge_main(void *arg)
          * this one (which may have looked before that free) left nothing */
         unsigned long before = atomic_load(&notes);
         unsigned long long next_due = 0;
-        mki_unlock(&purge_lock);
+        mki_os_unlock(&purge_lock);
         int again = policy_active() && run_pass(0, NULL, &next_due);
-        mki_lock(&purge_lock);
+        mki_os_lock(&purge_lock);
         unsigned long long now = mki_os_now_ns(), d = delay_ns();
         idle_since = now;
         if (again) {
@@ -220,7 +220,7 @@ static void *purge_main(void *arg)
     /* nothing scheduled, nothing wanted, under the lock: a note from now
      * on finds no thread and wants one (mki_purge_note) */
     atomic_store(&thread_state, 0);
-    mki_unlock(&purge_lock);
+    mki_os_unlock(&purge_lock);
     return NULL;
 }
 
@@ -254,19 +254,19 @@ static void start_thread(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (r != 0) {
-        mki_lock(&purge_lock);
+        mki_os_lock(&purge_lock);
         atomic_store(&thread_state, 3); /* none, and never again */
         atomic_store(&collect_wanted, 0); /* (none will run it) */
-        mki_unlock(&purge_lock);
+        mki_os_unlock(&purge_lock);
         return;
     }
     /* wait until it runs (it names itself, says so with state 2, and
      * looks at what is due first), so that the thread exists when this
      * returns */
-    mki_lock(&purge_lock);
+    mki_os_lock(&purge_lock);
     while (atomic_load(&thread_state) == 1)
         pthread_cond_wait(&purge_cond, &purge_lock);
-    mki_unlock(&purge_lock);
+    mki_os_unlock(&purge_lock);
 }
 
 /* Set when a thread should be started at the next safe point: the
@@ -319,25 +319,25 @@ void mki_purge_note(void)
     if (atomic_load(&scheduled)) {
         /* no thread: run the pass here once it is due */
         if (ts != 2 && mki_os_now_ns() >= sched_ns + delay_ns() &&
-            mki_trylock(&purge_lock) == 0) {
+            mki_os_trylock(&purge_lock) == 0) {
             int due = atomic_load(&scheduled) &&
                       mki_os_now_ns() >= sched_ns + delay_ns();
             if (due)
                 atomic_store(&scheduled, 0);
-            mki_unlock(&purge_lock);
+            mki_os_unlock(&purge_lock);
             if (due && run_pass(0, NULL, NULL))
                 mki_purge_note();
         }
         return;
     }
     pthread_once(&cond_once, cond_init);
-    mki_lock(&purge_lock);
+    mki_os_lock(&purge_lock);
     if (!atomic_load(&scheduled)) {
         sched_ns = mki_os_now_ns();
         atomic_store(&scheduled, 1);
         pthread_cond_signal(&purge_cond);
     }
-    mki_unlock(&purge_lock);
+    mki_os_unlock(&purge_lock);
 }
 
 void mki_purge_set_collect(int (*fn)(int)) { collect_hook = fn; }
@@ -351,7 +351,7 @@ int mki_purge_collect(void)
     if (atomic_load_explicit(&collect_wanted, memory_order_relaxed))
         return 1;
     pthread_once(&cond_once, cond_init);
-    mki_lock(&purge_lock);
+    mki_os_lock(&purge_lock);
     int ts = atomic_load(&thread_state);
     int will = ts == 1 || ts == 2;
     if (will) {
@@ -362,7 +362,7 @@ int mki_purge_collect(void)
          * next safe point starts one */
         atomic_store_explicit(&mki_purge_want, 1, memory_order_relaxed);
     }
-    mki_unlock(&purge_lock);
+    mki_os_unlock(&purge_lock);
     return will;
 }
 
@@ -373,9 +373,9 @@ void mki_purge_options_changed(void)
     mki_purge_note();
     if (atomic_load(&thread_state) != 2)
         return;
-    mki_lock(&purge_lock);
+    mki_os_lock(&purge_lock);
     pthread_cond_signal(&purge_cond); /* it recomputes what is due */
-    mki_unlock(&purge_lock);
+    mki_os_unlock(&purge_lock);
 }
 
 void mki_purge_fork(int phase)

@@ -230,7 +230,7 @@ MKI_NOINLINE void mki_chunk_free_checked(void *p)
 {
     if (!p)
         return; /* free(NULL) */
-    mki_page *pg = mki_page_find(p);
+    mki_page *pg = mki_segment_find(p);
     if (MKI_UNLIKELY(!pg)) {
         mki_error_invalid("free", p);
         return;
@@ -332,7 +332,7 @@ static mki_page *page_for(const void *p, const char *fn)
 {
     if (MK_CONFIG_CHECK)
         return mki_check_pointer(p);
-    mki_page *pg = mki_page_find(p);
+    mki_page *pg = mki_segment_find(p);
     if (MKI_UNLIKELY(!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)) {
         mki_error_invalid(fn, p);
         return NULL;

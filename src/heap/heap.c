@@ -218,7 +218,7 @@ static void delete_all(mk_ctx *dead)
  * first. */
 static void sweep_orphans(int max, int force)
 {
-    mki_lock(&heap_lock);
+    mki_os_lock(&heap_lock);
     late_heap *gone = lates ? lates_gone(max) : NULL;
     mk_ctx *keep = NULL, **tail = &keep, *dead = NULL;
     for (int i = 0; (max < 0 || i < max) && orphans; i++) {
@@ -233,7 +233,7 @@ static void sweep_orphans(int max, int force)
     }
     *tail = orphans; /* the swept ones first, in their order */
     orphans = keep;
-    mki_unlock(&heap_lock);
+    mki_os_unlock(&heap_lock);
     delete_all(dead);
     while (gone) {
         late_heap *next = gone->next;
@@ -250,11 +250,11 @@ void mki_heap_sweep_orphans(int max) { sweep_orphans(max, 0); }
 static void heap_release(mk_ctx *h)
 {
     mki_ctx_set_owner_tid(h, 0);
-    mki_lock(&heap_lock);
+    mki_os_lock(&heap_lock);
     int keep = holds_anything(h) || keep_empty(0);
     if (keep)
         orphan_push(h);
-    mki_unlock(&heap_lock);
+    mki_os_unlock(&heap_lock);
     if (!keep)
         mk_ctx_delete(h); /* (without the lock: delete_all) */
 }
@@ -267,13 +267,13 @@ static void heap_exit(void *arg)
     late_heap *e = tls_late;
     if (e && e->heap == h) { /* a late heap, released in time after all */
         tls_late = NULL;
-        mki_lock(&heap_lock);
+        mki_os_lock(&heap_lock);
         for (late_heap **at = &lates; *at; at = &(*at)->next)
             if (*at == e) {
                 *at = e->next;
                 break;
             }
-        mki_unlock(&heap_lock);
+        mki_os_unlock(&heap_lock);
         mki_meta_free(e, sizeof *e);
     }
     if (tls_heap == h)
@@ -351,9 +351,9 @@ __attribute__((constructor)) static void fork_at_load(void)
 static int collect_orphans(int force)
 {
     sweep_orphans(-1, force);
-    mki_lock(&heap_lock);
+    mki_os_lock(&heap_lock);
     int waiting = lates != NULL; /* late heaps of threads still exiting */
-    mki_unlock(&heap_lock);
+    mki_os_unlock(&heap_lock);
     return waiting;
 }
 
@@ -371,10 +371,10 @@ static void late_attach(mk_ctx *h)
         return; /* (the heap goes back only if a destructor round comes) */
     e->heap = h;
     e->token = mki_os_thread_token();
-    mki_lock(&heap_lock);
+    mki_os_lock(&heap_lock);
     e->next = lates;
     lates = e;
-    mki_unlock(&heap_lock);
+    mki_os_unlock(&heap_lock);
     tls_late = e;
     /* no destructor of ours will run for it: a collect finds the thread
      * gone, however long after the last thread exit */
@@ -392,7 +392,7 @@ static MKI_NOINLINE mk_ctx *heap_attach(void)
     }
     tls_busy = 1;
     pthread_once(&key_once, key_init);
-    mki_lock(&heap_lock);
+    mki_os_lock(&heap_lock);
     mk_ctx *h = orphan_pop();
     /* (not the first: no orphan can wait yet, and a program that never
      * starts a thread then never calls into the clock's code: a fault of
@@ -400,7 +400,7 @@ static MKI_NOINLINE mk_ctx *heap_attach(void)
     if (attached_any)
         last_attach_ms = now_ms();
     attached_any = 1;
-    mki_unlock(&heap_lock);
+    mki_os_unlock(&heap_lock);
     if (h)
         mki_ctx_set_owner_tid(h, mki_tid());
     else

@@ -157,19 +157,19 @@ static inline __attribute__((always_inline)) int mki_os_arena_has(const void *p)
 extern _Thread_local int mki_os_forking
     __attribute__((tls_model("initial-exec")));
 
-static inline __attribute__((always_inline)) void mki_lock(pthread_mutex_t *m)
+static inline __attribute__((always_inline)) void mki_os_lock(pthread_mutex_t *m)
 {
     if (!mki_os_forking)
         pthread_mutex_lock(m);
 }
 
-static inline __attribute__((always_inline)) void mki_unlock(pthread_mutex_t *m)
+static inline __attribute__((always_inline)) void mki_os_unlock(pthread_mutex_t *m)
 {
     if (!mki_os_forking)
         pthread_mutex_unlock(m);
 }
 
-static inline __attribute__((always_inline)) int mki_trylock(pthread_mutex_t *m)
+static inline __attribute__((always_inline)) int mki_os_trylock(pthread_mutex_t *m)
 {
     return mki_os_forking ? -1 : pthread_mutex_trylock(m);
 }

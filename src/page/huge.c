@@ -271,9 +271,9 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
     mki_segment *s = NULL, *expired[2 * CACHE_SLOTS + 2];
     unsigned nexp = 0;
     if (off == MKI_OS_PAGE && !guard) {
-        mki_lock(&huge_lock);
+        mki_os_lock(&huge_lock);
         s = cache_find(total, expired, &nexp);
-        mki_unlock(&huge_lock);
+        mki_os_unlock(&huge_lock);
         unmap_all(expired, nexp);
         if (s && s->size < total)
             s = grow(s, total);
@@ -334,9 +334,9 @@ void mki_huge_release(mki_page *pg)
     unsigned nexp = 0;
     if ((size_t)(pg->start - (char *)s) == MKI_OS_PAGE && !at_once &&
         mki_secure < 2 && mki_option(MKI_OPT_PURGE_DELAY_MS) != 0) {
-        mki_lock(&huge_lock);
+        mki_os_lock(&huge_lock);
         nexp += cache_put(s, expired + nexp);
-        mki_unlock(&huge_lock);
+        mki_os_unlock(&huge_lock);
     } else {
         expired[nexp++] = s;
     }
@@ -411,7 +411,7 @@ size_t mki_huge_purge(int force, int unmap_all_due,
     mki_segment *gone[CACHE_SLOTS], *thin[CACHE_SLOTS];
     unsigned ng = 0, nt = 0;
     unsigned long long now = mki_os_now_ns();
-    mki_lock(&huge_lock);
+    mki_os_lock(&huge_lock);
     for (unsigned i = 0; i < ncached;) {
         mki_segment *e = cache[i].seg;
         int resident = e->huge_committed > MKI_OS_PAGE;
@@ -431,7 +431,7 @@ size_t mki_huge_purge(int force, int unmap_all_due,
             *next_due = cache[i].since_ns + delay_ns;
         i++;
     }
-    mki_unlock(&huge_lock);
+    mki_os_unlock(&huge_lock);
     size_t total = 0;
     for (unsigned i = 0; i < ng; i++)
         total += gone[i]->huge_committed;
@@ -453,10 +453,10 @@ size_t mki_huge_purge(int force, int unmap_all_due,
     if (nt) {
         mki_segment *out[2 * CACHE_SLOTS + 2];
         unsigned no = 0;
-        mki_lock(&huge_lock);
+        mki_os_lock(&huge_lock);
         for (unsigned i = 0; i < nt; i++)
             no += cache_put(thin[i], out + no);
-        mki_unlock(&huge_lock);
+        mki_os_unlock(&huge_lock);
         unmap_all(out, no);
     }
     return total;
@@ -466,9 +466,9 @@ void mki_huge_figures(size_t *count, size_t *live_bytes, size_t *cache_bytes)
 {
     *count = atomic_load_explicit(&live_count, memory_order_relaxed);
     *live_bytes = atomic_load_explicit(&live_committed, memory_order_relaxed);
-    mki_lock(&huge_lock);
+    mki_os_lock(&huge_lock);
     *cache_bytes = cached_bytes;
-    mki_unlock(&huge_lock);
+    mki_os_unlock(&huge_lock);
 }
 
 void mki_huge_fork(int phase)

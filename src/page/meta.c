@@ -39,7 +39,7 @@ void *mki_meta_alloc(size_t size)
     size_t idx = (size + META_ALIGN - 1) / META_ALIGN;
     size_t rounded = idx * META_ALIGN;
     void *p = NULL;
-    mki_lock(&meta_lock);
+    mki_os_lock(&meta_lock);
     if (free_lists[idx]) {
         p = free_lists[idx];
         free_lists[idx] = free_lists[idx]->next;
@@ -51,7 +51,7 @@ void *mki_meta_alloc(size_t size)
                 fresh = NULL;
             }
             if (!fresh) {
-                mki_unlock(&meta_lock);
+                mki_os_unlock(&meta_lock);
                 errno = ENOMEM;
                 return NULL;
             }
@@ -64,7 +64,7 @@ void *mki_meta_alloc(size_t size)
         p = bump;
         bump += rounded;
     }
-    mki_unlock(&meta_lock);
+    mki_os_unlock(&meta_lock);
     memset(p, 0, rounded);
     return p;
 }
@@ -75,10 +75,10 @@ void mki_meta_free(void *p, size_t size)
         return;
     size_t idx = (size + META_ALIGN - 1) / META_ALIGN;
     meta_free *f = p;
-    mki_lock(&meta_lock);
+    mki_os_lock(&meta_lock);
     f->next = free_lists[idx];
     free_lists[idx] = f;
-    mki_unlock(&meta_lock);
+    mki_os_unlock(&meta_lock);
 }
 
 size_t mki_meta_bytes(void)

@@ -47,7 +47,7 @@ MKI_INLINE int mki_segment_known(const void *p)
  * path's test: a subtraction and a comparison, and everything in the
  * arena's range is mapped, so the page map of @p's segment may be read.
  * A pointer it refuses may still be memkit's (a huge chunk, a segment
- * outside the arena): mki_page_find, on the slow path, knows. */
+ * outside the arena): mki_segment_find, on the slow path, knows. */
 MKI_INLINE int mki_segment_fast(const void *p)
 {
     return mki_os_arena_has_addr((uintptr_t)p - 1); /* (NULL: no) */
@@ -80,7 +80,7 @@ MKI_INLINE mki_page *mki_page_of(const void *p)
  * data of a huge chunk past its first 4 MiB), or when its unit is in no
  * page; the descriptor of a page that went back is mki_page_gone.  Slow
  * paths: the callers validate @p against it (the chunk API, ctx/). */
-mki_page *mki_page_find(const void *p);
+mki_page *mki_segment_find(const void *p);
 
 /* ---- positions: is an address the start of a chunk? -----------------------
  * A small page knows which addresses start a chunk it has handed out: the

@@ -220,7 +220,7 @@ static mki_segment **list_of(mki_segment *s)
 /* The maps of every 4 MiB of address space memkit holds a normal segment
  * at (a byte each, 32 MiB of zero-filled memory) and of every base of a
  * huge mapping (a bit each, 4 MiB), which the slow paths ask before they
- * read what a pointer handed to free leads to (mki_page_find); only the
+ * read what a pointer handed to free leads to (mki_segment_find); only the
  * words near memkit's segments are ever touched.  Readers are lock-free (relaxed loads); writers hold
  * arena_lock. */
 unsigned char mki_segmap[MKI_SEGMAP_BITS];
@@ -242,7 +242,7 @@ static void segmap_put(uint64_t *map, uintptr_t base, int add)
         __atomic_fetch_and(&map[i / 64], ~bit, __ATOMIC_RELAXED);
 }
 
-mki_page *mki_page_find(const void *p)
+mki_page *mki_segment_find(const void *p)
 {
     if (mki_segment_known(p))
         return mki_page_of(p);
@@ -285,11 +285,11 @@ static int registry_put(uintptr_t base, int add, uint64_t *map)
 
 int mki_segment_register(void *base, int add)
 {
-    mki_lock(&arena_lock);
+    mki_os_lock(&arena_lock);
     int r = add ? registry_put((uintptr_t)base, 1, mki_hugemap) : 0;
     if (!add)
         registry_put((uintptr_t)base, 0, mki_hugemap);
-    mki_unlock(&arena_lock);
+    mki_os_unlock(&arena_lock);
     if (r == 0) {
         if (add)
             atomic_fetch_add_explicit(&segment_count, 1, memory_order_relaxed);
@@ -305,9 +305,9 @@ int mki_segment_owns(const void *p)
         return 0;
     uintptr_t key = ((uintptr_t)p - 1) >> MKI_SEG_SHIFT;
     int found = 0;
-    mki_lock(&arena_lock);
+    mki_os_lock(&arena_lock);
     if (!registry) {
-        mki_unlock(&arena_lock);
+        mki_os_unlock(&arena_lock);
         return 0;
     }
     size_t i = (size_t)(key * 0x9E3779B97F4A7C15ull) % REG_CAP;
@@ -319,7 +319,7 @@ int mki_segment_owns(const void *p)
         if (registry[i] == 0)
             break;
     }
-    mki_unlock(&arena_lock);
+    mki_os_unlock(&arena_lock);
     return found;
 }
 
@@ -376,14 +376,14 @@ static void segment_release(mki_segment *s, int locked)
 {
     mki_mem_forget(s, MKI_SEG_SIZE); /* the address may be mapped again */
     if (!locked)
-        mki_lock(&arena_lock);
+        mki_os_lock(&arena_lock);
     registry_put((uintptr_t)s, 0, NULL);
     atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
     size_t committed = committed_units_bytes(s);
     UNCOUNT(seg_committed, committed);
     segment_unreserve(s, committed);
     if (!locked)
-        mki_unlock(&arena_lock);
+        mki_os_unlock(&arena_lock);
 }
 
 /* Commit the not-yet-committed units of [first, first+n); 0 or -1. */
@@ -428,7 +428,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     mki_page *pg = mki_meta_alloc(sizeof(mki_page));
     if (!pg)
         return NULL;
-    mki_lock(&arena_lock);
+    mki_os_lock(&arena_lock);
     mki_segment *s = NULL;
     int at = -1;
     for (s = avail_list; s; s = s->next)
@@ -461,7 +461,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     list_push(list_of(s), s);
     for (unsigned i = 0; i < units; i++)
         s->map[(unsigned)at + i] = pg;
-    mki_unlock(&arena_lock);
+    mki_os_unlock(&arena_lock);
 
     pg->unit = (uint32_t)at;
     pg->units = units;
@@ -470,7 +470,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     return pg;
 
 fail:
-    mki_unlock(&arena_lock);
+    mki_os_unlock(&arena_lock);
     mki_meta_free(pg, sizeof(mki_page));
     errno = ENOMEM;
     return NULL;
@@ -489,15 +489,15 @@ size_t mki_segment_page_release_now(mki_page *pg)
     if (b > a) {
         unsigned first = (unsigned)((a - (uintptr_t)s) >> MKI_UNIT_SHIFT);
         unsigned n = (unsigned)((b - a) >> MKI_UNIT_SHIFT);
-        mki_lock(&arena_lock);
+        mki_os_lock(&arena_lock);
         for (unsigned u = first; u < first + n; u++)
             bytes += bit_get(s->committed, u) ? MKI_UNIT : 0;
-        mki_unlock(&arena_lock);
+        mki_os_unlock(&arena_lock);
         if (mki_os_decommit((void *)a, b - a, bytes, MKI_OS_DONTNEED) == 0) {
-            mki_lock(&arena_lock);
+            mki_os_lock(&arena_lock);
             bits_set(s->committed, first, n, 0);
             UNCOUNT(seg_committed, bytes);
-            mki_unlock(&arena_lock);
+            mki_os_unlock(&arena_lock);
         } else {
             bytes = 0; /* still committed, still usable: a later pass */
         }
@@ -521,7 +521,7 @@ static void release(mki_page *pg)
     if (pg->live)
         mki_instr_page_release(pg);
     unsigned long long now = mki_os_now_ns();
-    mki_lock(&arena_lock);
+    mki_os_lock(&arena_lock);
     list_remove(list_of(s), s);
     for (unsigned i = 0; i < pg->units; i++)
         s->map[pg->unit + i] = &mki_page_gone;
@@ -534,7 +534,7 @@ static void release(mki_page *pg)
     if (list == &empty_list)
         s->empty_since_ns = now;
     list_push(list, s);
-    mki_unlock(&arena_lock);
+    mki_os_unlock(&arena_lock);
     pg->kind = MKI_PAGE_FREE;
     mki_meta_free(pg, sizeof(mki_page));
     mki_purge_note(); /* its units are free: purge them in time */
@@ -548,15 +548,15 @@ int mki_segment_page_grow(mki_page *pg, size_t bytes)
     if (pg->unit + need > MKI_UNITS)
         return -1;
     uint32_t have = pg->units;
-    mki_lock(&arena_lock);
+    mki_os_lock(&arena_lock);
     for (size_t u = pg->unit + have; u < pg->unit + need; u++)
         if (bit_get(s->used, (unsigned)u)) {
-            mki_unlock(&arena_lock);
+            mki_os_unlock(&arena_lock);
             return -1;
         }
     /* the units past the old body may never have been committed */
     if (commit_units(s, pg->unit, (unsigned)need) != 0) {
-        mki_unlock(&arena_lock);
+        mki_os_unlock(&arena_lock);
         return -1;
     }
     if (need > have) {
@@ -571,7 +571,7 @@ int mki_segment_page_grow(mki_page *pg, size_t bytes)
         pg->units = (uint32_t)need;
         pg->size = need * MKI_UNIT;
     }
-    mki_unlock(&arena_lock);
+    mki_os_unlock(&arena_lock);
     pg->end = pg->start + body;
     return 0;
 }
@@ -725,7 +725,7 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
     unsigned nr = 0, nd = 0, kept = 0;
     size_t total = 0;
     unsigned long long now = mki_os_now_ns();
-    mki_lock(&arena_lock);
+    mki_os_lock(&arena_lock);
     for (mki_segment *s = empty_list, *next; s; s = next) {
         next = s->next;
         int due = force || now - s->empty_since_ns >= delay_ns;
@@ -750,7 +750,7 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
             *pending |= collect_runs(s, force, now, delay_ns, runs, &nr,
                                      next_due);
         }
-    mki_unlock(&arena_lock);
+    mki_os_unlock(&arena_lock);
 
     /* the system calls, without the lock */
     size_t header = MKI_SEG_HEADER_UNITS * MKI_UNIT;
@@ -789,7 +789,7 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
             *next_due = now + delay_ns;
     }
 
-    mki_lock(&arena_lock);
+    mki_os_lock(&arena_lock);
     for (unsigned i = 0; i < nr; i++) {
         mki_segment *s = runs[i].s;
         list_remove(list_of(s), s);
@@ -827,7 +827,7 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
         total += bytes;
         list_push(&empty_list, s);
     }
-    mki_unlock(&arena_lock);
+    mki_os_unlock(&arena_lock);
     return total;
 }
 
