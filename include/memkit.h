@@ -49,10 +49,12 @@
 extern "C" {
 #endif
 
+/* (0.2: mk_pool_front's layout changed; code compiled with the inline pool
+ * functions of an 0.1 header must be rebuilt) */
 #define MK_VERSION_MAJOR 0
-#define MK_VERSION_MINOR 1
+#define MK_VERSION_MINOR 2
 #define MK_VERSION_PATCH 0
-#define MK_VERSION_STRING "0.1.0"
+#define MK_VERSION_STRING "0.2.0"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define MK_API __attribute__((visibility("default")))
