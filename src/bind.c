@@ -58,11 +58,11 @@ const struct mki_page_up mki_page_up = {
 const struct mki_ctx_up mki_ctx_up = {
     .current = mk_ctx_current,
     .deleted = mki_heap_ctx_deleted,
-    .instrumented = mki_instr_active,
-    .wrapper = &mki_instr_ops,
-    .page_new = mki_instr_page_new,
-    .page_reset = mki_instr_page_reset,
-    .walk_page = mki_instr_walk_page,
+    .instrumented = mki_instrument_active,
+    .wrapper = &mki_instrument_ops,
+    .page_new = mki_instrument_page_new,
+    .page_reset = mki_instrument_page_reset,
+    .walk_page = mki_instrument_walk_page,
 };
 
 /* ---- fork ---------------------------------------------------------------------------

@@ -10,7 +10,6 @@
 #pragma GCC visibility push(hidden)
 
 /* ---- stats.c --------------------------------------------------------------- */
-#define mki_stats_malloc_figures mki_segment_figures
 /* Print the process figures (malloc_stats, MEMKIT_STATS) to @fd, without
  * allocating: as "memkit: name value" lines, or as one JSON object. */
 void mki_stats_print_process(int fd);

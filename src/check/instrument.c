@@ -7,7 +7,7 @@
  * (MK_CONFIG_CHECK), an AddressSanitizer build, or runs under Valgrind.
  * Such a context has fast_kind = MKI_KIND_SLOW and its pages fast_tid = 0,
  * so it takes no fast path, and its `ops` is this file's wrapper table
- * (mki_instr_ops, at the end), a decorator around the kind's own table:
+ * (mki_instrument_ops, at the end), a decorator around the kind's own table:
  * the dispatcher (ctx/chunk.c) calls it as it would call a kind.  The
  * kinds call this file's page hooks through mki_ctx_up (bound in bind.c).
  * The release build pays nothing.
@@ -61,7 +61,7 @@ static void anchor_once_fn(void)
 #endif
 }
 
-int mki_instr_active(void)
+int mki_instrument_active(void)
 {
     mki_annotate_init();
     pthread_once(&anchor_once, anchor_once_fn);
@@ -70,7 +70,7 @@ int mki_instr_active(void)
 
 /* ---- contexts ------------------------------------------------------------- */
 
-static void mki_instr_ctx_new(mk_ctx *ctx)
+static void instr_ctx_new(mk_ctx *ctx)
 {
 #if MKI_VALGRIND
     if (mki_valgrind_on)
@@ -98,7 +98,7 @@ static int live_flip(mki_page *pg, const void *p, int on)
     return (old & bit) != 0;
 }
 
-int mki_instr_page_new(mki_page *pg)
+int mki_instrument_page_new(mki_page *pg)
 {
     size_t area = (size_t)(pg->end - pg->start);
     if (pg->kind == MKI_PAGE_SMALL) {
@@ -114,7 +114,7 @@ int mki_instr_page_new(mki_page *pg)
 }
 
 /* A page kept by a reset: every chunk it held is gone. */
-void mki_instr_page_reset(mki_page *pg)
+void mki_instrument_page_reset(mki_page *pg)
 {
     size_t area = (size_t)(pg->end - pg->start);
     mki_mem_undefined(pg->start, area);
@@ -160,7 +160,7 @@ static size_t kind_usable(const mki_page *pg, const void *p)
 }
 
 /* The size the program asked for (its usable size while instrumented). */
-static size_t mki_instr_usable(const mki_page *pg, const void *p)
+static size_t instr_usable(const mki_page *pg, const void *p)
 {
     size_t req = 0;
     return tail_ok(p, kind_usable(pg, p), &req) ? req : 0;
@@ -177,7 +177,7 @@ static int is_live(mki_page *pg, const void *p)
 
 /* ---- allocation and free -------------------------------------------------- */
 
-static void *mki_instr_alloc(mk_ctx *ctx, size_t size, size_t align)
+static void *instr_alloc(mk_ctx *ctx, size_t size, size_t align)
 {
     const mki_kind_ops *ops = mki_kinds[ctx->kind];
     if (size > MKI_SIZE_MAX) {
@@ -225,7 +225,7 @@ static void *mki_instr_alloc(mk_ctx *ctx, size_t size, size_t align)
     return p;
 }
 
-static void mki_instr_free(mki_page *pg, void *p)
+static void instr_free(mki_page *pg, void *p)
 {
     mk_ctx *ctx = pg->ctx;
     const mki_kind_ops *ops = mki_kinds[ctx->kind];
@@ -274,7 +274,7 @@ static void mki_instr_free(mki_page *pg, void *p)
     }
 }
 
-static void *mki_instr_realloc(mki_page *pg, void *p, size_t size)
+static void *instr_realloc(mki_page *pg, void *p, size_t size)
 {
     mk_ctx *ctx = pg->ctx;
     if (mki_kinds[ctx->kind]->no_free) {
@@ -296,11 +296,11 @@ static void *mki_instr_realloc(mki_page *pg, void *p, size_t size)
         mki_error_report("write past the requested size", p, mki_ctx_name(ctx));
         return NULL;
     }
-    void *q = mki_instr_alloc(ctx, size, 0);
+    void *q = instr_alloc(ctx, size, 0);
     if (!q)
         return NULL;
     memcpy(q, p, old < size ? old : size);
-    mki_instr_free(pg, p);
+    instr_free(pg, p);
     return q;
 }
 
@@ -318,8 +318,8 @@ static void verify_chunk(mki_page *pg, void *p, void *arg)
 
 /* Call @fn on every live chunk of a page that has a live bitmap, or on the
  * one chunk of a large or huge page. */
-static void mki_instr_page_each_live(mki_page *pg,
-                                     void (*fn)(mki_page *, void *, void *), void *arg)
+static void instr_page_each_live(mki_page *pg,
+                                 void (*fn)(mki_page *, void *, void *), void *arg)
 {
     if (pg->kind == MKI_PAGE_LARGE || pg->kind == MKI_PAGE_HUGE) {
         fn(pg, pg->start, arg);
@@ -341,12 +341,12 @@ static void add_requested(mki_page *pg, void *p, void *arg)
 {
     size_t *sum = arg;
     sum[0]++;
-    sum[1] += mki_instr_usable(pg, p);
+    sum[1] += instr_usable(pg, p);
 }
 
 /* Statistics of an instrumented context count requested bytes, as
  * mk_usable_size does; returns 0 if the kind cannot list its chunks. */
-static int mki_instr_stats(const mk_ctx *ctx, mk_stats *out)
+static int instr_stats(const mk_ctx *ctx, mk_stats *out)
 {
     const mki_kind_ops *ops = mki_kinds[ctx->kind];
     if (!ops->each_live)
@@ -358,14 +358,14 @@ static int mki_instr_stats(const mk_ctx *ctx, mk_stats *out)
     return 1;
 }
 
-void mki_instr_walk_page(mki_page *pg, void *walk)
+void mki_instrument_walk_page(mki_page *pg, void *walk)
 {
     mki_live_walk *w = walk;
-    mki_instr_page_each_live(pg, w->fn, w->arg);
+    instr_page_each_live(pg, w->fn, w->arg);
 }
 
 /* Before a reset (@deleting 0) or a delete of an instrumented context. */
-static void mki_instr_reset(mk_ctx *ctx, int deleting)
+static void instr_reset(mk_ctx *ctx, int deleting)
 {
     if (MK_CONFIG_CHECK && mki_kinds[ctx->kind]->each_live)
         mki_kinds[ctx->kind]->each_live(ctx, verify_chunk, NULL);
@@ -387,22 +387,22 @@ static int w_init(mk_ctx *ctx, const mk_ctx_opts *opts)
 {
     if (kind(ctx)->init(ctx, opts) != 0)
         return -1;
-    mki_instr_ctx_new(ctx);
+    instr_ctx_new(ctx);
     return 0;
 }
 
 static void w_destroy(mk_ctx *ctx)
 {
     mki_ctx_collect(ctx); /* chunks freed elsewhere are not live */
-    mki_instr_reset(ctx, 1);
+    instr_reset(ctx, 1);
     kind(ctx)->destroy(ctx);
 }
 
-static void *w_alloc(mk_ctx *ctx, size_t size) { return mki_instr_alloc(ctx, size, 0); }
+static void *w_alloc(mk_ctx *ctx, size_t size) { return instr_alloc(ctx, size, 0); }
 
 static void *w_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
 {
-    return mki_instr_alloc(ctx, size, align);
+    return instr_alloc(ctx, size, align);
 }
 
 static void w_free(mki_page *pg, void *p) { kind(pg->ctx)->free(pg, p); }
@@ -411,14 +411,14 @@ static void w_collect(mk_ctx *ctx) { kind(ctx)->collect(ctx); }
 static void w_reset(mk_ctx *ctx, int keep_one)
 {
     mki_ctx_collect(ctx); /* chunks freed elsewhere are not live */
-    mki_instr_reset(ctx, 0);
+    instr_reset(ctx, 0);
     kind(ctx)->reset(ctx, keep_one);
 }
 
 static void w_stats(const mk_ctx *ctx, mk_stats *out)
 {
     kind(ctx)->stats(ctx, out);
-    mki_instr_stats(ctx, out); /* requested bytes, where it can list them */
+    instr_stats(ctx, out); /* requested bytes, where it can list them */
 }
 
 static void w_set_owner(mk_ctx *ctx, uintptr_t tid) { kind(ctx)->set_owner(ctx, tid); }
@@ -444,7 +444,7 @@ static void w_each_live(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
 /* The same table for every kind: each entry calls the kind's own
  * (mki_kinds[ctx->kind]) around its checks.  ctx_size and no_free are
  * the kind's (context.c reads them from the kind's table). */
-const mki_kind_ops mki_instr_ops = {
+const mki_kind_ops mki_instrument_ops = {
     .name = "instrumented",
     .init = w_init,
     .destroy = w_destroy,
@@ -452,13 +452,13 @@ const mki_kind_ops mki_instr_ops = {
     .alloc_aligned = w_alloc_aligned,
     .free = w_free,
     .collect = w_collect,
-    .realloc = mki_instr_realloc,
-    .usable_size = mki_instr_usable,
+    .realloc = instr_realloc,
+    .usable_size = instr_usable,
     .reset = w_reset,
     .stats = w_stats,
     .set_owner = w_set_owner,
     .trim = w_trim,
     .is_live = w_is_live,
     .each_live = w_each_live,
-    .free_any = mki_instr_free,
+    .free_any = instr_free,
 };

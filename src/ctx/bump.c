@@ -20,7 +20,6 @@
  */
 
 #include "bump.h"
-#include "../check/check.h"
 
 #include <errno.h>
 #include <string.h>

@@ -94,7 +94,7 @@ void *mk_alloc(mk_ctx *ctx, size_t size)
             return p;
         }
     } else if (ctx->fast_kind == MK_GENERATION && size <= MKI_DIRECT_MAX) {
-        void *p = mki_gen_alloc_fast((mki_gen *)ctx, size);
+        void *p = mki_generation_alloc_fast((mki_generation *)ctx, size);
         if (MKI_LIKELY(p != NULL))
             return p;
     }
@@ -189,7 +189,7 @@ static int chunk_valid(mki_page *pg, const void *p, const char *fn)
     int state;
     switch (pg->kind) {
     case MKI_PAGE_SMALL:
-        state = !mki_page_is_chunk_exact(pg, p) ? -1 : mki_chunk_freed(pg, p) ? 0 : 1;
+        state = !mki_page_is_chunk_exact(pg, p) ? -1 : mki_page_chunk_freed(pg, p) ? 0 : 1;
         break;
     case MKI_PAGE_LARGE:
     case MKI_PAGE_HUGE: /* (freed by another thread: marked, waiting) */
@@ -218,7 +218,7 @@ int mki_chunk_guard_ok(mki_page *pg, const void *p)
         broken = mki_guard_broken(pg, p);
     } else if (pg->kind == MKI_PAGE_BLOCK && pg->ctx->kind == MK_GENERATION) {
         /* GENERATION chunks are followed by the next one's header */
-        broken = mki_gen_next_broken(pg, p);
+        broken = mki_generation_next_broken(pg, p);
     }
     if (MKI_LIKELY(!broken))
         return 1;
@@ -274,9 +274,9 @@ static MKI_NOINLINE void free_slow(mki_page *pg, void *p)
         return; /* reported; the chunk is left as it is */
     /* marked freed before it is on any list (page.h, generation.h) */
     if (pg->kind == MKI_PAGE_SMALL)
-        mki_chunk_set_freed(pg, p);
+        mki_page_chunk_set_freed(pg, p);
     else if (pg->kind == MKI_PAGE_BLOCK && ctx->kind == MK_GENERATION)
-        mki_gen_mark_dead(p);
+        mki_generation_mark_dead(p);
     uintptr_t owner = mki_ctx_owner(ctx);
     if (owner != mki_tid()) {
         /* a large or huge chunk is marked in its descriptor (its xfree
@@ -296,7 +296,7 @@ static MKI_NOINLINE void free_slow(mki_page *pg, void *p)
         return;
     }
     if (ctx->fast_kind == MK_GENERATION && pg->kind == MKI_PAGE_BLOCK) {
-        mki_gen_free_fast(pg);
+        mki_generation_free_fast(pg);
         return;
     }
     ops->free(pg, p); /* (secure mode's common case was taken above) */

@@ -33,7 +33,6 @@
  */
 
 #include "general.h"
-#include "../check/check.h"
 #include "../page/purge.h"
 
 #include <errno.h>
@@ -270,9 +269,9 @@ static void shuffle(mki_page *pg)
         mki_page_push(pg, c);
         if (guard) {
             mki_guard_set(pg, c);
-            mki_chunk_set_freed(pg, c); /* (a 16-byte chunk: over its guard) */
+            mki_page_chunk_set_freed(pg, c); /* (a 16-byte chunk: over its guard) */
         } else if (pg->ctx->fast_kind != MKI_KIND_SLOW) {
-            mki_chunk_set_freed(pg, c);
+            mki_page_chunk_set_freed(pg, c);
         }
     }
     pg->extend = pg->end;
@@ -321,7 +320,7 @@ static void *take(mki_general *g, mki_page *pg)
     if (g->base.fast_kind == MKI_KIND_SECURE)
         mki_guard_hand_out(pg, b);
     else if (g->base.fast_kind != MKI_KIND_SLOW)
-        mki_chunk_set_live(b);
+        mki_page_chunk_set_live(b);
     return b;
 }
 
@@ -369,7 +368,7 @@ void *mki_general_refill(mki_general *g, mki_page *pg, size_t size)
         pg->extend += pg->chunk_size;
         mki_page_pos_grow(pg);
         pg->used++;
-        mki_chunk_set_live(b); /* (the memory may have held a key) */
+        mki_page_chunk_set_live(b); /* (the memory may have held a key) */
         return b;
     }
     return mki_general_alloc_slow(g, size);

@@ -78,7 +78,7 @@ MKI_INLINE void *mki_general_pop(mki_page *pg)
     if (MKI_LIKELY(b != NULL)) {
         pg->free = *(void **)b;
         pg->used++;
-        mki_chunk_set_live(b);
+        mki_page_chunk_set_live(b);
     }
     return b;
 }
@@ -114,12 +114,12 @@ MKI_INLINE void mki_chunk_free(void *p)
     }
     mki_page *pg = mki_page_of(p); /* (mki_page_gone for a freed page) */
     if (MKI_LIKELY(pg != NULL && mki_page_tid(pg) == mki_tid_now())) {
-        if (MKI_UNLIKELY(!mki_page_is_chunk(pg, p) || mki_chunk_freed(pg, p))) {
+        if (MKI_UNLIKELY(!mki_page_is_chunk(pg, p) || mki_page_chunk_freed(pg, p))) {
             mki_chunk_free_bad(pg, p);
             return;
         }
         *(void **)p = pg->free;
-        mki_chunk_set_freed(pg, p);
+        mki_page_chunk_set_freed(pg, p);
         pg->free = p;
         if (MKI_UNLIKELY(--pg->used == 0))
             mki_general_page_empty(pg);
@@ -137,11 +137,11 @@ MKI_INLINE void mki_chunk_free(void *p)
 MKI_INLINE int mki_general_free_secure_try(mki_page *pg, void *p)
 {
     if (mki_page_tid(pg) != (mki_tid_now() | MKI_TID_SECURE) ||
-        !mki_page_is_chunk(pg, p) || mki_chunk_freed(pg, p) ||
+        !mki_page_is_chunk(pg, p) || mki_page_chunk_freed(pg, p) ||
         mki_guard_broken(pg, p))
         return 0;
     mki_link_set_enc(p, pg->free);
-    mki_chunk_set_freed(pg, p);
+    mki_page_chunk_set_freed(pg, p);
     pg->free = p;
     if (MKI_UNLIKELY(--pg->used == 0))
         mki_general_page_empty(pg); /* (used 0: not current) */

@@ -25,7 +25,6 @@
  */
 
 #include "generation.h"
-#include "../check/check.h"
 
 #include <errno.h>
 
@@ -35,10 +34,10 @@
 
 typedef struct gen_hdr {
     uint32_t size;  /* usable bytes of the chunk (a multiple of 16) */
-    uint32_t state; /* mki_gen_live(chunk) or mki_gen_dead(chunk) */
+    uint32_t state; /* mki_generation_live(chunk) or mki_generation_dead(chunk) */
 } gen_hdr;
 
-static mki_gen *gen(mk_ctx *ctx) { return (mki_gen *)ctx; }
+static mki_generation *gen(mk_ctx *ctx) { return (mki_generation *)ctx; }
 
 /* Headers are memkit's, not the program's: instrumented, they stay
  * poisoned except while memkit reads or writes them. */
@@ -66,7 +65,7 @@ static void block_rewind(mki_page *pg)
     pg->used = 0;
 }
 
-static mki_page *block_new(mki_gen *g, size_t need)
+static mki_page *block_new(mki_generation *g, size_t need)
 {
     size_t bytes = g->block_size;
     while (bytes < need + HDR)
@@ -91,12 +90,12 @@ static void gen_collect(mk_ctx *ctx);
 
 /* Secure mode: a large chunk ends in a guard word, as GENERAL's do
  * (page.h); huge ones have none. */
-static size_t large_guard(const mki_gen *g)
+static size_t large_guard(const mki_generation *g)
 {
     return g->base.fast_kind == MKI_KIND_SECURE ? MKI_GUARD : 0;
 }
 
-static void *large_alloc(mki_gen *g, size_t size, size_t align)
+static void *large_alloc(mki_generation *g, size_t size, size_t align)
 {
     mki_ctx_collect(&g->base);
     mki_page *pg = mki_ctx_chunk_page(&g->base, size + large_guard(g), align);
@@ -110,12 +109,12 @@ static void *large_alloc(mki_gen *g, size_t size, size_t align)
 
 static void *gen_alloc(mk_ctx *ctx, size_t size)
 {
-    mki_gen *g = gen(ctx);
+    mki_generation *g = gen(ctx);
     if (size > MKI_SIZE_MAX) {
         errno = ENOMEM;
         return NULL;
     }
-    size_t need = mki_gen_need(size);
+    size_t need = mki_generation_need(size);
     size_t data = need - HDR;
     if (need > g->block_max / 4)
         return large_alloc(g, size, 0);
@@ -138,7 +137,7 @@ static void *gen_alloc(mk_ctx *ctx, size_t size)
         }
     }
     char *p = pg->extend + HDR;
-    hdr_set(p, (uint32_t)data, mki_gen_live(p));
+    hdr_set(p, (uint32_t)data, mki_generation_live(p));
     pg->extend += need;
     pg->used++;
     return p;
@@ -154,7 +153,7 @@ static void *gen_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
 
 static void gen_free(mki_page *pg, void *p)
 {
-    mki_gen *g = gen(pg->ctx);
+    mki_generation *g = gen(pg->ctx);
     if (pg->kind != MKI_PAGE_BLOCK) {
         mki_page_list_remove(&g->large, pg);
         mki_page_release(pg);
@@ -162,14 +161,14 @@ static void gen_free(mki_page *pg, void *p)
     }
     /* (the release build marked it when it was freed: chunk.c) */
     if (g->base.fast_kind == MKI_KIND_SLOW) /* double frees are checked */
-        hdr_set(p, hdr_get(p).size, mki_gen_dead(p));
+        hdr_set(p, hdr_get(p).size, mki_generation_dead(p));
     if (--pg->used == 0)
-        mki_gen_block_empty(pg);
+        mki_generation_block_empty(pg);
 }
 
-void mki_gen_block_empty(mki_page *pg)
+void mki_generation_block_empty(mki_page *pg)
 {
-    mki_gen *g = gen(pg->ctx);
+    mki_generation *g = gen(pg->ctx);
     if (pg == g->cur) { /* rewind the block being filled */
         block_rewind(pg);
         mki_ctx_page_reset(&g->base, pg);
@@ -202,13 +201,13 @@ static void *gen_realloc(mki_page *pg, void *p, size_t size)
     size_t old = gen_usable_size(pg, p);
     if (size <= old && (pg->kind == MKI_PAGE_BLOCK || size >= old / 2))
         return p;
-    mki_gen *g = gen(pg->ctx);
+    mki_generation *g = gen(pg->ctx);
     size_t data = ((HDR + size + 15) & ~(size_t)15) - HDR;
     /* the newest chunk of the current block grows in place */
     if (pg == g->cur && (char *)p + old == pg->extend &&
         data <= (size_t)(pg->end - (char *)p) && HDR + data <= g->block_max / 4) {
         pg->extend = (char *)p + data;
-        hdr_set(p, (uint32_t)data, mki_gen_live(p));
+        hdr_set(p, (uint32_t)data, mki_generation_live(p));
         return p;
     }
     void *q = gen_alloc(pg->ctx, size);
@@ -232,17 +231,17 @@ static int gen_is_live(const mki_page *pg, const void *p)
     if (c < pg->start + 2 * HDR || c + HDR > ext || ((uintptr_t)c & 15))
         return -1;
     uint32_t state = hdr_get(p).state;
-    return state == mki_gen_live(p) ? 1 : state == mki_gen_dead(p) ? 0 : -1;
+    return state == mki_generation_live(p) ? 1 : state == mki_generation_dead(p) ? 0 : -1;
 }
 
 static void gen_each_live(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
                           void *arg)
 {
-    mki_gen *g = gen(ctx);
+    mki_generation *g = gen(ctx);
     for (mki_page *pg = g->blocks; pg; pg = pg->next)
         for (char *c = pg->start + 2 * HDR; c < pg->extend;) {
             gen_hdr h = hdr_get(c);
-            if (h.state == mki_gen_live(c))
+            if (h.state == mki_generation_live(c))
                 fn(pg, c, arg);
             c += h.size + HDR;
         }
@@ -252,7 +251,7 @@ static void gen_each_live(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
 
 static void gen_reset(mk_ctx *ctx, int keep_one)
 {
-    mki_gen *g = gen(ctx);
+    mki_generation *g = gen(ctx);
     atomic_store_explicit(&ctx->remote, NULL, memory_order_relaxed);
     mki_page *keep = keep_one && g->cur != &mki_page_empty ? g->cur : NULL;
     for (mki_page *pg = g->blocks, *next; pg; pg = next) {
@@ -278,7 +277,7 @@ static void gen_destroy(mk_ctx *ctx) { gen_reset(ctx, 0); }
 
 static void gen_stats(const mk_ctx *ctx, mk_stats *out)
 {
-    const mki_gen *g = (const mki_gen *)ctx;
+    const mki_generation *g = (const mki_generation *)ctx;
     for (mki_page *pg = g->blocks; pg; pg = pg->next) {
         out->blocks++;
         out->bytes_reserved += pg->size;
@@ -302,7 +301,7 @@ static void gen_set_owner(mk_ctx *ctx, uintptr_t tid) { (void)ctx, (void)tid; }
  * block goes back when its last chunk dies). */
 static size_t gen_trim(mk_ctx *ctx)
 {
-    mki_gen *g = gen(ctx);
+    mki_generation *g = gen(ctx);
     mki_page *pg = g->cur;
     if (pg == &mki_page_empty || pg->used != 0)
         return 0;
@@ -313,7 +312,7 @@ static size_t gen_trim(mk_ctx *ctx)
 
 static int gen_init(mk_ctx *ctx, const mk_ctx_opts *opts)
 {
-    mki_gen *g = gen(ctx);
+    mki_generation *g = gen(ctx);
     g->block_size = mki_ctx_block_size(opts, FIRST_BLOCK, MKI_LARGE_MAX);
     g->block_max = g->block_size > MAX_BLOCK ? g->block_size : MAX_BLOCK;
     g->cur = &mki_page_empty;
@@ -322,7 +321,7 @@ static int gen_init(mk_ctx *ctx, const mk_ctx_opts *opts)
 
 const mki_kind_ops mki_generation_ops = {
     .name = "generation",
-    .ctx_size = sizeof(mki_gen),
+    .ctx_size = sizeof(mki_generation),
     .init = gen_init,
     .destroy = gen_destroy,
     .alloc = gen_alloc,

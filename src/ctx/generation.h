@@ -16,14 +16,14 @@
 #pragma GCC visibility push(hidden)
 
 /* GENERATION: chunks bumped into blocks, a block goes when its last dies. */
-typedef struct mki_gen {
+typedef struct mki_generation {
     mk_ctx base;
     mki_page *cur;        /* block being filled, or &mki_page_empty */
     mki_page *blocks;     /* every block, `cur` included */
     mki_page *large;      /* chunks in a page of their own */
     size_t block_size;    /* size of the next block */
     size_t block_max;
-} mki_gen;
+} mki_generation;
 
 
 #define MKI_GEN_HDR 8u
@@ -33,32 +33,32 @@ typedef struct mki_gen {
  * pass for a header only by chance or by reading the secret: a free of a
  * pointer into a chunk's data (whose "header" is data) is reported, not
  * counted.  A freed chunk's is the complement. */
-MKI_INLINE uint32_t mki_gen_live(const void *p)
+MKI_INLINE uint32_t mki_generation_live(const void *p)
 {
     return (uint32_t)(((uintptr_t)p ^ mki_free_key) >> 4);
 }
-MKI_INLINE uint32_t mki_gen_dead(const void *p) { return ~mki_gen_live(p); }
+MKI_INLINE uint32_t mki_generation_dead(const void *p) { return ~mki_generation_live(p); }
 
 /* A block's last live chunk was freed (owner thread). */
-void mki_gen_block_empty(mki_page *pg);
+void mki_generation_block_empty(mki_page *pg);
 
 /* Bytes a chunk of @size takes in a block: header plus data, a multiple of
  * 16, so headers sit at 8 mod 16 and chunks at 0 mod 16. */
-MKI_INLINE size_t mki_gen_need(size_t size)
+MKI_INLINE size_t mki_generation_need(size_t size)
 {
     return (MKI_GEN_HDR + (size ? size : 1) + 15) & ~(size_t)15;
 }
 
 /* A chunk bumped into the current block, or NULL if it does not fit.
  * Pre: size <= MKI_DIRECT_MAX (no overflow). */
-MKI_INLINE void *mki_gen_alloc_fast(mki_gen *g, size_t size)
+MKI_INLINE void *mki_generation_alloc_fast(mki_generation *g, size_t size)
 {
     mki_page *pg = g->cur;
-    size_t need = mki_gen_need(size);
+    size_t need = mki_generation_need(size);
     char *h = pg->extend;
     if (MKI_UNLIKELY(need > (size_t)(pg->end - h)))
         return NULL;
-    uint32_t w[2] = {(uint32_t)(need - MKI_GEN_HDR), mki_gen_live(h + MKI_GEN_HDR)};
+    uint32_t w[2] = {(uint32_t)(need - MKI_GEN_HDR), mki_generation_live(h + MKI_GEN_HDR)};
     memcpy(h, w, sizeof w);
     pg->extend = h + need;
     pg->used++;
@@ -71,16 +71,16 @@ MKI_INLINE void *mki_gen_alloc_fast(mki_gen *g, size_t size)
  * header shares the chunk's first cache line, which a FIFO workload last
  * touched long ago: the price of reporting double frees in the release
  * build.)  Not instrumented contexts (their headers are poisoned). */
-MKI_INLINE void mki_gen_mark_dead(void *p)
+MKI_INLINE void mki_generation_mark_dead(void *p)
 {
-    uint32_t dead = mki_gen_dead(p);
+    uint32_t dead = mki_generation_dead(p);
     memcpy((char *)p - MKI_GEN_HDR + 4, &dead, 4);
 }
 
 /* Secure mode: the chunk after validated chunk @p of block @pg, if there
  * is one, must have a header (live or dead: a write past @p's end went
  * into it otherwise); returns @p if it has not, else NULL. */
-MKI_INLINE const void *mki_gen_next_broken(const mki_page *pg, const char *p)
+MKI_INLINE const void *mki_generation_next_broken(const mki_page *pg, const char *p)
 {
     uint32_t w[2];
     memcpy(w, p - MKI_GEN_HDR, sizeof w);
@@ -89,15 +89,15 @@ MKI_INLINE const void *mki_gen_next_broken(const mki_page *pg, const char *p)
     if (next + MKI_GEN_HDR > ext)
         return NULL; /* the block's last chunk */
     memcpy(w, next - MKI_GEN_HDR, sizeof w);
-    return w[1] == mki_gen_live(next) || w[1] == mki_gen_dead(next) ? NULL : p;
+    return w[1] == mki_generation_live(next) || w[1] == mki_generation_dead(next) ? NULL : p;
 }
 
 /* Free a (validated, marked) chunk of block @pg from the owner thread: the
  * block counts one chunk less. */
-MKI_INLINE void mki_gen_free_fast(mki_page *pg)
+MKI_INLINE void mki_generation_free_fast(mki_page *pg)
 {
     if (MKI_UNLIKELY(--pg->used == 0))
-        mki_gen_block_empty(pg);
+        mki_generation_block_empty(pg);
 }
 
 #pragma GCC visibility pop

@@ -37,7 +37,6 @@
  */
 
 #include "slab.h"
-#include "../check/check.h"
 
 #include <errno.h>
 #include <string.h>
@@ -246,7 +245,7 @@ void *mki_slab_alloc_chunk(mki_slab *s)
     if (s->base.fast_kind == MKI_KIND_SECURE)
         mki_guard_hand_out(pg, b);
     else if (s->base.fast_kind != MKI_KIND_SLOW)
-        mki_chunk_set_live(b); /* (instrumented chunks are poisoned) */
+        mki_page_chunk_set_live(b); /* (instrumented chunks are poisoned) */
     if (s->front) /* its position test follows the page's */
         s->front->limit = pg->pos_limit;
     if (pg->used > pg->hi)
@@ -272,13 +271,13 @@ void mki_slab_free_checked(mki_page *pg, void *p)
         mki_error_invalid_in("mk_pool_free", p, mki_ctx_name(pg->ctx), 0);
         return;
     }
-    if (mki_chunk_freed(pg, p)) {
+    if (mki_page_chunk_freed(pg, p)) {
         mki_error_double_free(p, mki_ctx_name(pg->ctx));
         return;
     }
     if (pg->ctx->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, p))
         return;
-    mki_chunk_set_freed(pg, p);
+    mki_page_chunk_set_freed(pg, p);
     mki_slab_free_chunk(pg, p);
 }
 

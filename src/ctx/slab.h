@@ -57,7 +57,7 @@ MKI_INLINE void *mki_slab_alloc_fast(mki_slab *s)
     void *b = pg->free;
     if (MKI_LIKELY(b != NULL)) {
         pg->free = *(void **)b;
-        mki_chunk_set_live(b); /* its double-free key goes (page.h) */
+        mki_page_chunk_set_live(b); /* its double-free key goes (page.h) */
         if (MKI_LIKELY(++pg->used <= pg->hi))
             return b;
         return mki_slab_alloc_rebucket(s, pg, b);
@@ -70,12 +70,12 @@ MKI_INLINE void *mki_slab_alloc_fast(mki_slab *s)
  * double-free key (freed already, wherever it waits). */
 MKI_INLINE void mki_slab_free_fast(mki_slab *s, mki_page *pg, void *p)
 {
-    if (MKI_UNLIKELY(!mki_page_is_chunk(pg, p) || mki_chunk_freed(pg, p))) {
+    if (MKI_UNLIKELY(!mki_page_is_chunk(pg, p) || mki_page_chunk_freed(pg, p))) {
         mki_slab_free_checked(pg, p);
         return;
     }
     *(void **)p = pg->free;
-    mki_chunk_set_freed(pg, p);
+    mki_page_chunk_set_freed(pg, p);
     pg->free = p;
     if (MKI_UNLIKELY(--pg->used < pg->lo))
         mki_slab_rebucket(s, pg);

@@ -234,7 +234,7 @@ EXPORT int mallopt(int param, int value)
 EXPORT struct mallinfo2 mallinfo2(void)
 {
     mki_malloc_figures f;
-    mki_stats_malloc_figures(&f);
+    mki_segment_figures(&f);
     struct mallinfo2 mi;
     memset(&mi, 0, sizeof mi);
     mi.arena = f.segment_bytes;  /* committed in memkit's segments */

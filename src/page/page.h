@@ -311,15 +311,15 @@ MKI_INLINE int mki_page_is_chunk_exact(const mki_page *pg, const void *q)
  * hands out never holds its key).  Chunks are at least 16 bytes
  * (sizeclass.c; slab slots too).  Instrumented contexts do not use it:
  * their bitmap of live chunks knows (check/instrument.c). */
-MKI_INLINE int mki_chunk_freed(const mki_page *pg, const void *p)
+MKI_INLINE int mki_page_chunk_freed(const mki_page *pg, const void *p)
 {
     return ((const uintptr_t *)p)[1] == (uintptr_t)pg;
 }
-MKI_INLINE void mki_chunk_set_freed(const mki_page *pg, void *p)
+MKI_INLINE void mki_page_chunk_set_freed(const mki_page *pg, void *p)
 {
     ((uintptr_t *)p)[1] = (uintptr_t)pg;
 }
-MKI_INLINE void mki_chunk_set_live(void *p) { ((uintptr_t *)p)[1] = 0; }
+MKI_INLINE void mki_page_chunk_set_live(void *p) { ((uintptr_t *)p)[1] = 0; }
 
 /* ---- secure mode: guard words --------------------------------------------------
  * MEMKIT_SECURE=1 and up: the last 8 bytes of every chunk of a small or
@@ -358,7 +358,7 @@ MKI_INLINE void mki_guard_hand_out(const mki_page *pg, void *chunk)
 {
     uintptr_t *g = (uintptr_t *)((char *)chunk + pg->chunk_size - MKI_GUARD);
     if (g != (uintptr_t *)chunk + 1)
-        mki_chunk_set_live(chunk);
+        mki_page_chunk_set_live(chunk);
     *g = mki_guard_value(chunk);
 }
 /* The chunk whose guard a write past its end broke, among @chunk and the

@@ -42,8 +42,6 @@
  */
 
 #include "pool.h"
-#include "../check/check.h"
-#include "../stats.h"
 
 #include <errno.h>
 
@@ -233,7 +231,7 @@ void *mk_pool_alloc(mk_pool *pool)
     void *obj = pool->front.head;
     if (obj) {
         pool->front.head = *(void **)obj;
-        mki_chunk_set_live(obj);
+        mki_page_chunk_set_live(obj);
         return obj;
     }
     if (MKI_LIKELY(pool->fast != NULL))
@@ -270,13 +268,13 @@ static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
         return;
     }
     if ((pool->flags & MK_POOL_THREADSAFE) && mki_ctx_owner(c) != mki_tid()) {
-        if (!mki_page_is_chunk_exact(pg, obj) || mki_chunk_freed(pg, obj)) {
+        if (!mki_page_is_chunk_exact(pg, obj) || mki_page_chunk_freed(pg, obj)) {
             mki_slab_free_checked(pg, obj); /* reports */
             return;
         }
         if (c->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, obj))
             return;
-        mki_chunk_set_freed(pg, obj); /* before it is on the remote list */
+        mki_page_chunk_set_freed(pg, obj); /* before it is on the remote list */
         mki_chunk_remote_push(c, obj);
     } else if (c->fast_kind != MK_SLAB) { /* secure mode: encoded links */
         mki_slab_free_checked(pg, obj);

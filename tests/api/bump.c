@@ -382,7 +382,7 @@ static void test_reset_and_delete(void)
 
 int main(void)
 {
-    instrumented = mki_instr_active();
+    instrumented = mki_instrument_active();
     printf("instrumented contexts: %s\n", instrumented ? "yes" : "no");
     RUN(test_opts);
     RUN(test_alignment_and_layout);

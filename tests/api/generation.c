@@ -454,7 +454,7 @@ static void test_reset_keeps_one_block(void)
 
 int main(void)
 {
-    instrumented = mki_instr_active();
+    instrumented = mki_instrument_active();
     printf("instrumented contexts: %s\n", instrumented ? "yes" : "no");
     RUN(test_opts);
     RUN(test_any_size);

@@ -485,7 +485,7 @@ static void test_leak_report_release(void)
 
 int main(void)
 {
-    instrumented = mki_instr_active();
+    instrumented = mki_instrument_active();
     printf("instrumented contexts: %s\n", instrumented ? "yes" : "no");
     RUN(test_identity);
     RUN(test_size_zero_unique);

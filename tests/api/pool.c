@@ -357,7 +357,7 @@ static void test_leak_report_handler(void)
 
 int main(void)
 {
-    instrumented = mki_instr_active();
+    instrumented = mki_instrument_active();
     printf("instrumented contexts: %s, checking build: %d\n",
            instrumented ? "yes" : "no", mk_checking());
     RUN(test_new_bad);

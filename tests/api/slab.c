@@ -515,7 +515,7 @@ static void test_prefers_fullest(void)
 
 int main(int argc, char **argv)
 {
-    instrumented = mki_instr_active();
+    instrumented = mki_instrument_active();
     under_valgrind = mki_valgrind_on;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     sanitized = 1;

@@ -177,7 +177,7 @@ static void test_zero_consistent(void)
 
 int main(void)
 {
-    instrumented = mki_instr_active();
+    instrumented = mki_instrument_active();
     printf("instrumented contexts: %s\n", instrumented ? "yes" : "no");
     RUN(test_general);
     RUN(test_generation);

@@ -402,7 +402,7 @@ int main(int argc, char **argv)
     ops = th_arg_long(argc, argv, 2, "MEMKIT_TEST_OPS", ops);
     seed = (uint64_t)th_arg_long(argc, argv, 3, "MEMKIT_TEST_SEED",
                                  (long)seed);
-    instrumented = mki_instr_active();
+    instrumented = mki_instrument_active();
     printf("kind %s, seed 0x%llx, %ld operations, instrumented %d\n", k,
            (unsigned long long)seed, ops, instrumented);
     RUN(test_shadow);
