@@ -26,6 +26,18 @@
  * detected corruption (checking build) aborts, through the error handler
  * (see mk_set_error_handler).
  *
+ * NULL contexts: a NULL context is no context, with one rule for every
+ * function that takes one.  A call that would put something in it fails:
+ * mk_alloc, mk_alloc_zero, mk_alloc_aligned, mk_alloc_array, mk_strdup
+ * return NULL and mk_ctx_on_reset -1, with errno EINVAL.  A call that
+ * ends, empties or hands over a context does nothing, as free(NULL) does:
+ * mk_ctx_delete, mk_ctx_reset, mk_ctx_trim (0), mk_ctx_set_owner.  A query
+ * answers for nothing: mk_ctx_stats and mk_ctx_stats_json return -1
+ * (EINVAL), mk_ctx_stats_print prints nothing, mk_ctx_name and
+ * mk_ctx_parent return NULL, mk_ctx_kind returns (mk_kind)-1.  Two
+ * functions give NULL a meaning of its own: mk_ctx_new's parent (a
+ * top-level context) and mk_ctx_switch (the thread's heap).
+ *
  * Alignment: a chunk of mk_alloc() is aligned to 16 bytes, except that a
  * request of 8 bytes or less may be aligned to 8 only, and a request of
  * 17..24 bytes is aligned to 8 (an object whose size is not a multiple of
@@ -136,7 +148,8 @@ MK_API mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
  * Free every chunk of @p ctx and delete all its descendants; the context
  * itself stays usable.  Registered callbacks run first (newest first), after
  * the descendants' own.  One page is kept for reuse, the rest goes back to
- * the shared page pool.  Callbacks are dropped once they have run.
+ * the shared page pool.  Callbacks are dropped once they have run.  A NULL
+ * @p ctx is ignored.
  */
 MK_API void mk_ctx_reset(mk_ctx *ctx);
 
@@ -151,24 +164,27 @@ MK_API void mk_ctx_delete(mk_ctx *ctx);
  * Register @p fn(@p arg) to run when @p ctx is next reset or deleted; the
  * way to tie files, locks or foreign memory to a context's lifetime.
  * Callbacks run newest first and once.
- * @return 0, or -1 (errno ENOMEM) if the record could not be allocated.
+ * @return 0, or -1 (errno ENOMEM) if the record could not be allocated,
+ *         (errno EINVAL) for a NULL @p ctx or @p fn.
  */
 MK_API int mk_ctx_on_reset(mk_ctx *ctx, void (*fn)(void *arg), void *arg);
 
-/** The context's name as given to mk_ctx_new() ("?" for NULL). */
+/** The context's name as given to mk_ctx_new() ("?" if it was given NULL);
+ *  NULL for a NULL @p ctx. */
 MK_API const char *mk_ctx_name(const mk_ctx *ctx);
 
-/** The context's parent, or NULL for a top-level context. */
+/** The context's parent, or NULL for a top-level context (and a NULL
+ *  @p ctx). */
 MK_API mk_ctx *mk_ctx_parent(const mk_ctx *ctx);
 
-/** The context's kind. */
+/** The context's kind; (mk_kind)-1 for a NULL @p ctx. */
 MK_API mk_kind mk_ctx_kind(const mk_ctx *ctx);
 
 /**
  * Make the calling thread the owner of @p ctx (see the thread rules above).
  * Call it after the previous owner has stopped using the context (the
  * hand-over must be ordered by the caller, e.g. through a queue or a lock).
- * Cost: one pass over the context's pages.
+ * Cost: one pass over the context's pages.  A NULL @p ctx is ignored.
  */
 MK_API void mk_ctx_set_owner(mk_ctx *ctx);
 
@@ -227,7 +243,8 @@ MK_API mk_ctx *mk_ctx_switch(mk_ctx *ctx);
  * the context: mk_free() it, or let reset/delete take it.
  * @return the chunk, or NULL (errno ENOMEM) if memory is exhausted or @p size
  *         is too large; the context stays usable.  An MK_SLAB context
- *         refuses a size above its chunk size (NULL, errno EINVAL).
+ *         refuses a size above its chunk size (NULL, errno EINVAL).  NULL
+ *         (errno EINVAL) for a NULL @p ctx, as for every allocation call.
  */
 MK_API void *mk_alloc(mk_ctx *ctx, size_t size) MK_MALLOC_LIKE;
 

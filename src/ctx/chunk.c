@@ -68,8 +68,17 @@ static MKI_NOINLINE void *alloc_generic(mk_ctx *ctx, size_t size)
     return ctx->ops->alloc(ctx, size);
 }
 
+/* A NULL context is no context: nothing can be put in it (memkit.h). */
+static MKI_COLD void *no_ctx(void)
+{
+    errno = EINVAL;
+    return NULL;
+}
+
 void *mk_alloc(mk_ctx *ctx, size_t size)
 {
+    if (MKI_UNLIKELY(!ctx))
+        return no_ctx();
     if (MKI_LIKELY(ctx->fast_kind == MK_GENERAL)) {
         mki_page *pg;
         if (MKI_LIKELY(size <= MKI_DIRECT_MAX)) /* one test for most sizes */
@@ -120,7 +129,7 @@ void *mk_alloc_zero(mk_ctx *ctx, size_t size)
 
 void *mk_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
 {
-    if (align == 0 || (align & (align - 1)) != 0) {
+    if (align == 0 || (align & (align - 1)) != 0 || !ctx) {
         errno = EINVAL;
         return NULL;
     }

@@ -141,6 +141,8 @@ static void delete_descendants(mk_ctx *ctx)
 
 void mk_ctx_reset(mk_ctx *ctx)
 {
+    if (!ctx)
+        return;
     if (ctx->first_child)
         delete_descendants(ctx);
     if (ctx->callbacks)
@@ -207,9 +209,9 @@ size_t mki_ctx_block_size(const mk_ctx_opts *opts, size_t def, size_t max)
     return p2;
 }
 
-const char *mk_ctx_name(const mk_ctx *ctx) { return ctx->name; }
-mk_ctx *mk_ctx_parent(const mk_ctx *ctx) { return ctx->parent; }
-mk_kind mk_ctx_kind(const mk_ctx *ctx) { return (mk_kind)ctx->kind; }
+const char *mk_ctx_name(const mk_ctx *ctx) { return ctx ? ctx->name : NULL; }
+mk_ctx *mk_ctx_parent(const mk_ctx *ctx) { return ctx ? ctx->parent : NULL; }
+mk_kind mk_ctx_kind(const mk_ctx *ctx) { return ctx ? (mk_kind)ctx->kind : (mk_kind)-1; }
 
 void mki_ctx_set_owner_tid(mk_ctx *ctx, uintptr_t tid)
 {
@@ -221,7 +223,11 @@ void mki_ctx_set_owner_tid(mk_ctx *ctx, uintptr_t tid)
     ctx->ops->set_owner(ctx, ctx->fast_tid);
 }
 
-void mk_ctx_set_owner(mk_ctx *ctx) { mki_ctx_set_owner_tid(ctx, mki_tid()); }
+void mk_ctx_set_owner(mk_ctx *ctx)
+{
+    if (ctx)
+        mki_ctx_set_owner_tid(ctx, mki_tid());
+}
 
 mki_page *mki_ctx_chunk_page(mk_ctx *ctx, size_t size, size_t align)
 {
