@@ -13,9 +13,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <strings.h>
 #include <sys/auxv.h>
 #include <string.h>
 #include <unistd.h>
+
+extern char **environ;
 
 typedef struct option_def {
     const char *name; /* as given to mk_option_get/set */
@@ -86,18 +89,62 @@ _Atomic long mki_options[MKI_OPT_COUNT] = {
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
+/* Where each option's value came from, for MEMKIT_VERBOSE. */
+enum { FROM_DEFAULT, FROM_ENV, ENV_IGNORED };
+static unsigned char source[MKI_OPT_COUNT];
+
 /* The value of environment variable text @v for option @i, or -2 if it is
- * not one (a number in range, or one of the option's words). */
+ * not one: a number in range, or one of the option's words in any case;
+ * an option whose words start "off" also takes no/false, and one whose
+ * second word is "on" takes yes/true. */
 static long parse(int i, const char *v)
 {
     char *end;
     long x = strtol(v, &end, 10);
     if (end != v && *end == '\0')
         return x >= defs[i].min && x <= defs[i].max ? x : -2;
-    for (long w = 0; defs[i].words && defs[i].words[w]; w++)
-        if (strcmp(v, defs[i].words[w]) == 0)
-            return w;
+    const char *const *w = defs[i].words;
+    for (long k = 0; w && w[k]; k++)
+        if (strcasecmp(v, w[k]) == 0)
+            return k;
+    if (w && strcmp(w[0], "off") == 0 &&
+        (strcasecmp(v, "no") == 0 || strcasecmp(v, "false") == 0))
+        return 0;
+    if (w && w[1] && strcmp(w[1], "on") == 0 &&
+        (strcasecmp(v, "yes") == 0 || strcasecmp(v, "true") == 0))
+        return 1;
     return -2;
+}
+
+/* Option @i's value @v as a user writes it: its word, else the number. */
+static void put_value(mki_line *l, int i, long v)
+{
+    const char *const *w = defs[i].words;
+    long n = 0;
+    while (w && w[n])
+        n++;
+    if (v >= 0 && v < n)
+        mki_line_str(l, w[v]);
+    else
+        mki_line_num(l, v);
+}
+
+/* The values option @i takes, for a message: "off, dontneed, free, unmap"
+ * or "a number from -1 to 3600000". */
+static void put_values(mki_line *l, int i)
+{
+    const char *const *w = defs[i].words;
+    if (w) {
+        for (int k = 0; w[k]; k++) {
+            mki_line_str(l, k ? ", " : "");
+            mki_line_str(l, w[k]);
+        }
+        return;
+    }
+    mki_line_str(l, "a number from ");
+    mki_line_num(l, defs[i].min);
+    mki_line_str(l, " to ");
+    mki_line_num(l, defs[i].max);
 }
 
 /* MEMKIT_VERBOSE: one line per option, written without allocating. */
@@ -108,10 +155,95 @@ static void print_options(void)
         mki_line_str(&l, "memkit: option ");
         mki_line_str(&l, defs[i].name);
         mki_line_str(&l, " = ");
-        mki_line_num(&l, atomic_load(&mki_options[i]));
-        mki_line_str(&l, " (");
-        mki_line_str(&l, defs[i].env);
-        mki_line_str(&l, getenv(defs[i].env) ? " set)" : " not set)");
+        put_value(&l, i, atomic_load(&mki_options[i]));
+        mki_line_str(&l, source[i] == FROM_ENV      ? " (from "
+                         : source[i] == ENV_IGNORED ? " (default; ignored "
+                                                    : " (default)");
+        if (source[i] != FROM_DEFAULT) {
+            mki_line_str(&l, defs[i].env);
+            mki_line_str(&l, ")");
+        }
+        mki_line_write(&l, STDERR_FILENO);
+    }
+}
+
+/* Variables of memkit's own tools and tests, not options of the library. */
+static int tools_own(const char *var)
+{
+    static const char *const prefixes[] = {"MEMKIT_STATS_FILE=", "MEMKIT_FAIL_OS=",
+                                           "MEMKIT_RUN_", "MEMKIT_BENCH_",
+                                           "MEMKIT_TEST_", "MEMKIT_SOAK_"};
+    for (size_t k = 0; k < sizeof prefixes / sizeof *prefixes; k++)
+        if (strncmp(var, prefixes[k], strlen(prefixes[k])) == 0)
+            return 1;
+    return 0;
+}
+
+/* The edit distance between the @na letters of @a and the name @b, when
+ * their lengths are at most two apart; large otherwise. */
+static size_t distance(const char *a, size_t na, const char *b)
+{
+    size_t nb = strlen(b);
+    if (na > nb + 2 || nb > na + 2)
+        return 99;
+    /* edit distance of two short strings, one row at a time on the stack */
+    size_t row[64], prev;
+    if (nb >= 63)
+        return 99;
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = j;
+    for (size_t k = 1; k <= na; k++) {
+        prev = row[0];
+        row[0] = k;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t cur = row[j];
+            size_t sub = prev + (a[k - 1] != b[j - 1]);
+            size_t del = row[j] + 1, ins = row[j - 1] + 1;
+            row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            prev = cur;
+        }
+    }
+    return row[nb];
+}
+
+/* Warn once per variable about a MEMKIT_* name that is no option (a typo
+ * such as MEMKIT_PURG=off is otherwise silent), naming the nearest. */
+static void warn_unknown(void)
+{
+    for (char **e = environ; e && *e; e++) {
+        const char *var = *e;
+        if (strncmp(var, "MEMKIT_", 7) != 0 || tools_own(var))
+            continue;
+        const char *eq = strchr(var, '=');
+        size_t n = eq ? (size_t)(eq - var) : strlen(var);
+        int known = 0, near = -1;
+        size_t best = 3; /* suggest within two edits */
+        for (int i = 0; i < MKI_OPT_COUNT; i++) {
+            const char *env = defs[i].env;
+            if (strlen(env) == n && strncmp(var, env, n) == 0) {
+                known = 1;
+                break;
+            }
+            size_t d = distance(var, n, env);
+            if (d < best) {
+                best = d;
+                near = i;
+            }
+        }
+        if (known)
+            continue;
+        mki_line l = {.len = 0};
+        mki_line_str(&l, "memkit: unknown variable ");
+        for (size_t k = 0; k < n && k < 64; k++) {
+            char c[2] = {var[k], 0};
+            mki_line_str(&l, c);
+        }
+        mki_line_str(&l, " ignored");
+        if (near >= 0) {
+            mki_line_str(&l, " (did you mean ");
+            mki_line_str(&l, defs[near].env);
+            mki_line_str(&l, "?)");
+        }
         mki_line_write(&l, STDERR_FILENO);
     }
 }
@@ -125,16 +257,24 @@ static void read_environment(void)
         long x = parse(i, v);
         if (x != -2) {
             atomic_store(&mki_options[i], x);
+            source[i] = FROM_ENV;
             continue;
         }
+        source[i] = ENV_IGNORED;
         mki_line l = {.len = 0};
         mki_line_str(&l, "memkit: ignoring ");
         mki_line_str(&l, defs[i].env);
         mki_line_str(&l, "=");
         mki_line_str(&l, v);
-        mki_line_str(&l, " (not a value this option takes)");
+        mki_line_str(&l, ": ");
+        mki_line_str(&l, defs[i].name);
+        mki_line_str(&l, " takes ");
+        put_values(&l, i);
+        mki_line_str(&l, "; in force: ");
+        put_value(&l, i, atomic_load(&mki_options[i]));
         mki_line_write(&l, STDERR_FILENO);
     }
+    warn_unknown();
     /* secure mode is decided here, before any context exists, and never
      * changes: links written one way must be read the same way */
     mki_secure = (unsigned char)atomic_load(&mki_options[MKI_OPT_SECURE]);

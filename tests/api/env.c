@@ -1,5 +1,5 @@
 /*
- * api/env.c - the environment variables of issue 7, each read by a fresh
+ * api/env.c - the environment variables of the options, each read by a fresh
  * process (respawn.h: this program again, with MEMKIT_* set as the case
  * says and nothing inherited): MEMKIT_PURGE, MEMKIT_PURGE_DELAY_MS,
  * MEMKIT_PURGE_THREAD, MEMKIT_VERBOSE, MEMKIT_STATS and MEMKIT_STATS_FILE.
@@ -9,15 +9,20 @@
  *  - each word and number MEMKIT_PURGE takes gives its mode through
  *    mk_option_get in the child; MEMKIT_PURGE_DELAY_MS gives 0, -1, 250;
  *    MEMKIT_PURGE_THREAD=off gives 0;
+ *  - words in any case (Unmap, DONTNEED) and the usual booleans (yes,
+ *    true, no, false) are accepted;
  *  - values out of range or not numbers (bogus, 4, 12abc, -2, 3600001) are
- *    ignored, with one "memkit: ignoring MEMKIT_X=value" line each, and the
- *    default stays;
+ *    ignored, with one "memkit: ignoring MEMKIT_X=value: NAME takes ...;
+ *    in force: VALUE" line each, naming the values, and the default stays;
+ *  - a MEMKIT_* variable that is no option (MEMKIT_PURG) gets one warning
+ *    naming the nearest option; the tools' own (MEMKIT_RUN_*) none;
  *  - the variables act: MEMKIT_PURGE=unmap gives the address space of a
  *    freed peak back, MEMKIT_PURGE_DELAY_MS=0 gives its memory back on the
  *    free;
  *  - MEMKIT_VERBOSE=1 (or on) prints one "memkit: option NAME = VALUE
- *    (MEMKIT_X set|not set)" line per option, when memkit starts (before
- *    what the child printed after its first call);
+ *    (from MEMKIT_X | default | default; ignored MEMKIT_X)" line per
+ *    option, values as words where the option has words, when memkit
+ *    starts (before what the child printed after its first call);
  *  - MEMKIT_STATS=1 / text prints "memkit: name value" lines at exit whose
  *    values are the child's mk_process_stats at the end of main;
  *  - MEMKIT_STATS=json / 2 with MEMKIT_STATS_FILE: the file holds exactly
@@ -185,6 +190,14 @@ static void test_purge_values(void)
     expect_option("MEMKIT_PURGE_DELAY_MS=250", "purge_delay_ms", 250);
     expect_option("MEMKIT_PURGE_THREAD=off", "purge_thread", 0);
     expect_option("MEMKIT_PURGE_THREAD=0", "purge_thread", 0);
+    /* any case, and the usual booleans */
+    expect_option("MEMKIT_PURGE=Unmap", "purge", 3);
+    expect_option("MEMKIT_PURGE=DONTNEED", "purge", 1);
+    expect_option("MEMKIT_PURGE=no", "purge", 0);
+    expect_option("MEMKIT_PURGE_THREAD=no", "purge_thread", 0);
+    expect_option("MEMKIT_PURGE_THREAD=False", "purge_thread", 0);
+    expect_option("MEMKIT_PURGE_THREAD=yes", "purge_thread", 1);
+    expect_option("MEMKIT_VERBOSE=true", "verbose", 1);
 }
 
 static void test_ignored_values(void)
@@ -195,11 +208,11 @@ static void test_ignored_values(void)
     } bad[] = {
         {"MEMKIT_PURGE=bogus", "purge", 1},
         {"MEMKIT_PURGE=4", "purge", 1},
-        {"MEMKIT_PURGE=Unmap", "purge", 1},
+        {"MEMKIT_PURGE=yes", "purge", 1}, /* (no "on" among its words) */
         {"MEMKIT_PURGE_DELAY_MS=12abc", "purge_delay_ms", 100},
         {"MEMKIT_PURGE_DELAY_MS=-2", "purge_delay_ms", 100},
         {"MEMKIT_PURGE_DELAY_MS=3600001", "purge_delay_ms", 100},
-        {"MEMKIT_PURGE_THREAD=yes", "purge_thread", 1},
+        {"MEMKIT_PURGE_THREAD=maybe", "purge_thread", 1},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         const char *env[] = {bad[i].var, NULL};
@@ -211,6 +224,33 @@ static void test_ignored_values(void)
         CHECK_EQ(lines_with(out, "memkit: ignoring"), 1);
         CHECK_EQ(option_in(out, bad[i].name), bad[i].def);
     }
+    /* the message says what the option takes and what is in force */
+    const char *purge[] = {"MEMKIT_PURGE=bogus", NULL};
+    rs_expect_ok("options", purge, out, sizeof out);
+    CHECK_STR_HAS(out, "memkit: ignoring MEMKIT_PURGE=bogus: purge takes off, "
+                       "dontneed, free, unmap; in force: dontneed\n");
+    const char *delay[] = {"MEMKIT_PURGE_DELAY_MS=12abc", NULL};
+    rs_expect_ok("options", delay, out, sizeof out);
+    CHECK_STR_HAS(out, "memkit: ignoring MEMKIT_PURGE_DELAY_MS=12abc: "
+                       "purge_delay_ms takes a number from -1 to 3600000; "
+                       "in force: 100\n");
+}
+
+static void test_unknown_variable(void)
+{
+    const char *typo[] = {"MEMKIT_PURG=off", NULL};
+    rs_expect_ok("options", typo, out, sizeof out);
+    CHECK_STR_HAS(out, "memkit: unknown variable MEMKIT_PURG ignored (did "
+                       "you mean MEMKIT_PURGE?)\n");
+    CHECK_EQ(lines_with(out, "memkit: unknown variable"), 1);
+    CHECK_EQ(option_in(out, "purge"), 1L); /* not taken for MEMKIT_PURGE */
+    const char *far[] = {"MEMKIT_COLOUR=blue", NULL};
+    rs_expect_ok("options", far, out, sizeof out);
+    CHECK_STR_HAS(out, "memkit: unknown variable MEMKIT_COLOUR ignored\n");
+    const char *tools[] = {"MEMKIT_RUN_LIB=/nowhere", "MEMKIT_STATS_FILE=",
+                           "MEMKIT_TEST_SEED=1", NULL};
+    rs_expect_ok("options", tools, out, sizeof out);
+    CHECK_EQ(lines_with(out, "memkit: unknown variable"), 0);
 }
 
 static void test_variables_act(void)
@@ -234,15 +274,20 @@ static void test_verbose(void)
                      option_names[i]);
             CHECK_EQ(lines_with(out, prefix), 1);
         }
-        CHECK_STR_HAS(out, "memkit: option purge = 3 (MEMKIT_PURGE set)\n");
-        CHECK_STR_HAS(out, "memkit: option verbose = 1 (MEMKIT_VERBOSE set)\n");
-        CHECK_STR_HAS(out, "memkit: option purge_delay_ms = 100 "
-                           "(MEMKIT_PURGE_DELAY_MS not set)\n");
+        CHECK_STR_HAS(out, "memkit: option purge = unmap (from MEMKIT_PURGE)\n");
+        CHECK_STR_HAS(out, "memkit: option verbose = on (from MEMKIT_VERBOSE)\n");
+        CHECK_STR_HAS(out, "memkit: option purge_delay_ms = 100 (default)\n");
+        CHECK(!strstr(out, " set)")); /* (the old wording) */
         /* printed when memkit starts: by the first call at the latest */
         const char *first = strstr(out, "memkit: option ");
         const char *after = strstr(out, "child: after first use");
         CHECK(first && after && first < after);
     }
+    /* an ignored value: the default, and the variable named as ignored */
+    const char *bad[] = {"MEMKIT_VERBOSE=1", "MEMKIT_PURGE=bogus", NULL};
+    rs_expect_ok("options", bad, out, sizeof out);
+    CHECK_STR_HAS(out, "memkit: option purge = dontneed (default; ignored "
+                       "MEMKIT_PURGE)\n");
 }
 
 static const char *const figure_names[] = {
@@ -411,6 +456,7 @@ int main(int argc, char **argv)
     RUN(test_defaults);
     RUN(test_purge_values);
     RUN(test_ignored_values);
+    RUN(test_unknown_variable);
     RUN(test_variables_act);
     RUN(test_verbose);
     RUN(test_stats_text);
