@@ -95,8 +95,9 @@ typedef enum mk_kind {
 /** Flags for mk_ctx_opts.flags. */
 /**
  * Report chunks still live when the context is deleted, as one line
- * "memkit: context NAME: N chunks (B bytes) leaked" (stderr or the error
- * handler; the checking build then aborts as for any detected error).
+ * "memkit: mk_ctx_delete(): context "NAME": N chunks (B bytes) leaked"
+ * (mk_ctx_reset() when a reset deletes it; stderr or the error handler;
+ * the checking build then aborts as for any detected error).
  * Ignored for MK_BUMP, whose chunks are never freed one by one.
  */
 #define MK_CTX_REPORT_LEAKS 0x1u
@@ -298,23 +299,28 @@ MK_API void *mk_realloc(void *p, size_t size);
  * Freeing what is not the start of a live chunk is a bug that every build
  * reports, the release library included, and never follows (one line on
  * stderr, or the handler of mk_set_error_handler, then abort; with a handler
- * that returns, the free is abandoned):
+ * that returns, the free is abandoned).  Every report has one shape, in
+ * every build: "memkit: FN(): WHAT P (DETAIL, context "NAME")", FN being
+ * the function the program called (mk_free, free, operator delete,
+ * mk_pool_free...); a release build's first report is followed by one line
+ * on what the checking build finds.
  *  - a chunk freed twice, wherever the first free left it (its page's free
  *    list, another thread's list, a pool's front) and whichever thread made
- *    it: "memkit: double free of P (context NAME)", or "(memory memkit
- *    holds free)" when the first free gave the chunk's memory back;
+ *    it: "memkit: mk_free(): double free of P (context "NAME")", or
+ *    "(memory memkit holds free)" when the first free gave the chunk's
+ *    memory back;
  *  - an address inside a chunk, or of a chunk from before its context's
- *    reset: "memkit: free(): invalid pointer P (not the start of a chunk of
- *    context NAME)";
+ *    reset: "memkit: mk_free(): invalid pointer P (not the start of a
+ *    chunk, context "NAME")";
  *  - an address in no memory of memkit's (the stack, a global, another
  *    allocator's block), or inside a huge chunk past its first 4 MiB:
- *    "memkit: free(): invalid pointer P".
+ *    "memkit: mk_free(): invalid pointer P (memkit never returned it)".
  * Nothing is then handed out twice.  Only a double free made by two threads
  * at the same moment, or one whose chunk the program overwrote after the
  * first free, can pass unseen; the checking build (libmemkit-check) also
  * catches those.  MEMKIT_SECURE=1 also reports a write past the end of a
- * chunk into its neighbour when either is freed ("memkit: write past the
- * end of a chunk (into its neighbour): pointer P (context "NAME")"; in an
+ * chunk into its neighbour when either is freed ("memkit: mk_free(): write
+ * past the end of chunk P (into its neighbour, context "NAME")"; in an
  * MK_GENERATION context the neighbour's header is what the write breaks,
  * and a free of the neighbour reports it as not the start of a chunk).
  */
@@ -328,7 +334,7 @@ MK_API void mk_free(void *p);
  * stops 8 bytes before the end of a small or large chunk's slot (a guard
  * word; huge chunks have none).  A pointer
  * that is not the start of a live chunk is reported as mk_free reports it
- * ("memkit: malloc_usable_size(): invalid pointer P ..."), 0.
+ * ("memkit: mk_usable_size(): invalid pointer P ..."), 0.
  */
 MK_API size_t mk_usable_size(const void *p);
 
@@ -435,14 +441,16 @@ MK_API void *mk_pool_alloc(mk_pool *pool) MK_MALLOC_LIKE;
 
 /**
  * Return @p obj to @p pool.  NULL is ignored.  @p obj must come from
- * @p pool: the checking build reports "pointer P belongs to pool A, freed
- * into pool B" (mk_free(obj) is also correct and finds the pool itself).
+ * @p pool: the checking build reports "memkit: mk_pool_free(): object P of
+ * pool "A" freed into pool "B"" (mk_free(obj) is also correct and finds
+ * the pool itself).
  */
 MK_API void mk_pool_free(mk_pool *pool, void *obj);
 
 /**
  * Delete @p pool and every object in it.  Objects still allocated are
- * reported as one line "memkit: pool NAME: N objects (B bytes) leaked"
+ * reported as one line "memkit: mk_pool_delete(): pool "NAME": N objects
+ * (B bytes) leaked"
  * (stderr, or the error handler) unless reports are silenced; the checking
  * build then aborts as for any detected error.  No thread may use the pool
  * during or after the call.  NULL is ignored.

@@ -91,29 +91,50 @@ void mki_line_write(mki_line *l, int fd);
 void mki_line_flush(mki_line *l);
 
 /* ---- error.c: reporting ------------------------------------------- */
-/* Report a detected error: "memkit: <what>: pointer <p> (context "<name>")"
- * (@p NULL: no pointer; @name NULL: no context; a context's name is never
- * NULL).  Never allocates.  Aborts unless a handler returns or errors are
- * silenced. */
-void mki_error_report(const char *what, const void *p, const char *name);
-/* Report chunks left at delete: "memkit: <noun> <name>: N <things> (B bytes)
- * leaked".  Aborts only in the checking build (same rules as above). */
-void mki_error_leak(const char *noun, const char *name, const char *things,
-                    size_t n, size_t bytes);
-/* Release-build reports (glibc's words): "memkit: FN(): invalid pointer P"
- * for a pointer outside memkit's segments or in no chunk, and "memkit:
- * double free of P (context NAME)".  Abort as mki_error_report does. */
-void mki_error_invalid(const char *fn, const void *p);
-void mki_error_double_free(const void *p, const char *name); /* NULL: "memory
-                                                                memkit holds free" */
-/* "memkit: FN(): invalid pointer P (not the start of a chunk of context
- * NAME)", or with @freed "(a freed chunk of context NAME)": an address in
- * memkit's memory that is no live chunk's start (realloc of a freed chunk,
- * free of an interior pointer). */
-void mki_error_invalid_in(const char *fn, const void *p, const char *name,
-                          int freed);
-/* Report a chunk freed into the wrong pool. */
-void mki_error_wrong_pool(const void *p, const char *owner_noun,
+/*
+ * Every report is one line in one shape, in every build:
+ *
+ *   memkit: FN(): WHAT P (DETAIL, context "NAME")
+ *
+ * FN is the function the program called (mk_free, free, operator delete,
+ * mk_realloc...; NULL where memkit found the damage on its own, and the
+ * line starts at WHAT); WHAT says the misuse ("double free of", "invalid
+ * pointer", "write past the end of chunk"...); P is the pointer; the
+ * parenthesis holds DETAIL and the context, either of which may be NULL
+ * ("(context "req")", "(memkit never returned it)").  Never allocates.
+ * Aborts unless a handler returns or errors are silenced.  The first
+ * report of a release build adds a line on what the checking build finds.
+ */
+void mki_error_report(const char *fn, const char *what, const void *p,
+                      const char *detail, const char *name);
+/* Shorthands of the common cases. */
+MKI_INLINE void mki_error_double_free(const char *fn, const void *p,
+                                      const char *name) /* NULL: free memory */
+{
+    mki_error_report(fn, "double free of", p,
+                     name ? NULL : "memory memkit holds free", name);
+}
+/* A pointer in none of memkit's segments, or in no chunk. */
+MKI_INLINE void mki_error_invalid(const char *fn, const void *p)
+{
+    mki_error_report(fn, "invalid pointer", p, "memkit never returned it", NULL);
+}
+/* An address in memkit's memory that is no live chunk's start: with
+ * @freed a chunk freed already (realloc of a freed chunk), else an interior
+ * pointer. */
+MKI_INLINE void mki_error_invalid_in(const char *fn, const void *p,
+                                     const char *name, int freed)
+{
+    mki_error_report(fn, "invalid pointer", p,
+                     freed ? "a freed chunk" : "not the start of a chunk", name);
+}
+/* Chunks left at delete: "memkit: FN(): NOUN "NAME": N THING(S) (B
+ * bytes) leaked" (@thing singular).  Aborts only in the checking build. */
+void mki_error_leak(const char *fn, const char *noun, const char *name,
+                    const char *thing, size_t n, size_t bytes);
+/* An object freed into the wrong pool: "memkit: FN(): object P of
+ * OWNER_NOUN "OWNER" freed into pool "NAMED"". */
+void mki_error_wrong_pool(const char *fn, const void *p, const char *owner_noun,
                           const char *owner, const char *named);
 
 #pragma GCC visibility pop

@@ -41,104 +41,115 @@ static void emit(mki_line *l, int fatal)
         abort();
 }
 
-void mki_error_leak(const char *noun, const char *name, const char *things,
-                    size_t n, size_t bytes)
+/* The first report of a release build says what the checking build adds. */
+static _Atomic int hinted;
+
+static void hint(void)
+{
+    if (MK_CONFIG_CHECK || atomic_exchange(&hinted, 1))
+        return;
+    mki_line l = {.len = 0};
+    mki_line_str(&l, "memkit: (the release build reports what it meets on "
+                     "its way; link libmemkit-check, or run under Valgrind, "
+                     "to find misuse where it happens)");
+    mki_line_write(&l, STDERR_FILENO);
+}
+
+/* "memkit: FN(): " */
+static void start(mki_line *l, const char *fn)
+{
+    mki_line_str(l, "memkit: ");
+    if (fn) {
+        mki_line_str(l, fn);
+        mki_line_str(l, "(): ");
+    }
+}
+
+static void quoted(mki_line *l, const char *s)
+{
+    mki_line_str(l, "\"");
+    mki_line_str(l, s ? s : "?");
+    mki_line_str(l, "\"");
+}
+
+/* Finish a report: to the handler, or on stderr followed by the hint;
+ * abort if @fatal and no handler took it. */
+static void finish(mki_line *l, int fatal)
+{
+    l->buf[l->len] = '\0';
+    mk_error_fn fn = atomic_load(&handler);
+    if (fn) {
+        fn(l->buf, atomic_load(&handler_arg));
+        return;
+    }
+    mki_line_write(l, STDERR_FILENO);
+    hint();
+    if (fatal)
+        abort();
+}
+
+void mki_error_report(const char *fn, const char *what, const void *p,
+                      const char *detail, const char *name)
 {
     if (atomic_load(&silenced))
         return;
     mki_line l = {.len = 0};
-    mki_line_str(&l, "memkit: ");
+    start(&l, fn);
+    mki_line_str(&l, what);
+    if (p) {
+        mki_line_str(&l, " ");
+        mki_line_ptr(&l, p);
+    }
+    if (detail || name) {
+        mki_line_str(&l, " (");
+        mki_line_str(&l, detail);
+        if (name) {
+            mki_line_str(&l, detail ? ", context " : "context ");
+            quoted(&l, name);
+        }
+        mki_line_str(&l, ")");
+    }
+    finish(&l, 1);
+}
+
+void mki_error_leak(const char *fn, const char *noun, const char *name,
+                    const char *thing, size_t n, size_t bytes)
+{
+    if (atomic_load(&silenced))
+        return;
+    mki_line l = {.len = 0};
+    start(&l, fn);
     mki_line_str(&l, noun);
     mki_line_str(&l, " ");
-    mki_line_str(&l, name ? name : "?");
+    quoted(&l, name);
     mki_line_str(&l, ": ");
     mki_line_num(&l, (long long)n);
     mki_line_str(&l, " ");
-    mki_line_str(&l, things);
+    mki_line_str(&l, thing);
+    mki_line_str(&l, n == 1 ? "" : "s");
     mki_line_str(&l, " (");
     mki_line_num(&l, (long long)bytes);
-    mki_line_str(&l, " bytes) leaked");
-    emit(&l, MK_CONFIG_CHECK);
+    mki_line_str(&l, bytes == 1 ? " byte) leaked" : " bytes) leaked");
+    if (MK_CONFIG_CHECK)
+        finish(&l, 1);
+    else
+        emit(&l, 0); /* (a leak is no misuse the checking build finds sooner) */
 }
 
-void mki_error_wrong_pool(const void *p, const char *owner_noun,
+void mki_error_wrong_pool(const char *fn, const void *p, const char *owner_noun,
                           const char *owner, const char *named)
 {
     if (atomic_load(&silenced))
         return;
     mki_line l = {.len = 0};
-    mki_line_str(&l, "memkit: pointer ");
+    start(&l, fn);
+    mki_line_str(&l, "object ");
     mki_line_ptr(&l, p);
-    mki_line_str(&l, " belongs to ");
+    mki_line_str(&l, " of ");
     mki_line_str(&l, owner_noun);
     mki_line_str(&l, " ");
-    mki_line_str(&l, owner ? owner : "?");
-    mki_line_str(&l, ", freed into pool ");
-    mki_line_str(&l, named ? named : "?");
-    emit(&l, 1);
-}
-
-void mki_error_report(const char *what, const void *p, const char *name)
-{
-    if (atomic_load(&silenced))
-        return;
-    mki_line l = {.len = 0};
-    mki_line_str(&l, "memkit: ");
-    mki_line_str(&l, what);
-    if (p) {
-        mki_line_str(&l, ": pointer ");
-        mki_line_ptr(&l, p);
-    }
-    if (name) {
-        mki_line_str(&l, " (context \"");
-        mki_line_str(&l, name);
-        mki_line_str(&l, "\")");
-    }
-    emit(&l, 1);
-}
-
-void mki_error_invalid(const char *fn, const void *p)
-{
-    if (atomic_load(&silenced))
-        return;
-    mki_line l = {.len = 0};
-    mki_line_str(&l, "memkit: ");
-    mki_line_str(&l, fn);
-    mki_line_str(&l, "(): invalid pointer ");
-    mki_line_ptr(&l, p);
-    emit(&l, 1);
-}
-
-void mki_error_invalid_in(const char *fn, const void *p, const char *name,
-                          int freed)
-{
-    if (atomic_load(&silenced))
-        return;
-    mki_line l = {.len = 0};
-    mki_line_str(&l, "memkit: ");
-    mki_line_str(&l, fn);
-    mki_line_str(&l, "(): invalid pointer ");
-    mki_line_ptr(&l, p);
-    mki_line_str(&l, freed ? " (a freed chunk of context "
-                           : " (not the start of a chunk of context ");
-    mki_line_str(&l, name ? name : "?");
-    mki_line_str(&l, ")");
-    emit(&l, 1);
-}
-
-void mki_error_double_free(const void *p, const char *name)
-{
-    if (atomic_load(&silenced))
-        return;
-    mki_line l = {.len = 0};
-    mki_line_str(&l, "memkit: double free of ");
-    mki_line_ptr(&l, p);
-    if (name) {
-        mki_line_str(&l, " (context ");
-        mki_line_str(&l, name);
-        mki_line_str(&l, ")");
-    } else {
-        mki_line_str(&l, " (memory memkit holds free)");
-    }
-    emit(&l, 1);
+    quoted(&l, owner);
+    mki_line_str(&l, " freed into pool ");
+    quoted(&l, named);
+    finish(&l, 1);
 }

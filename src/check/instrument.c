@@ -204,7 +204,9 @@ static void *instr_alloc(mk_ctx *ctx, size_t size, size_t align)
         /* a reused chunk still holds the fill, but for its link word */
         for (size_t i = sizeof(void *); MK_CONFIG_CHECK && i < usable; i++)
             if ((unsigned char)p[i] != FREED_FILL) {
-                mki_error_report("write to freed memory", p, mki_ctx_name(ctx));
+                mki_error_report(NULL, "write to freed memory at", p,
+                                 "found as it was handed out again",
+                                 mki_ctx_name(ctx));
                 break;
             }
         live_flip(pg, p, 1);
@@ -225,32 +227,35 @@ static void *instr_alloc(mk_ctx *ctx, size_t size, size_t align)
     return p;
 }
 
-static void instr_free(mki_page *pg, void *p)
+static void instr_free(mki_page *pg, void *p, const char *fn)
 {
     mk_ctx *ctx = pg->ctx;
     const mki_kind_ops *ops = mki_kinds[ctx->kind];
     if (ops->no_free) {
         if (MK_CONFIG_CHECK)
-            mki_error_report("mk_free of a chunk of a BUMP context (its "
-                             "memory returns on reset or delete)",
-                             p, mki_ctx_name(ctx));
+            mki_error_report(fn, "free of BUMP chunk", p,
+                             "its memory returns on reset or delete",
+                             mki_ctx_name(ctx));
         return;
     }
     size_t usable = kind_usable(pg, p), req;
     if (MK_CONFIG_CHECK || pg->live || ops->is_live) {
         int live = is_live(pg, p);
-        if (live <= 0) {
-            mki_error_report(live < 0 ? "pointer is not the start of a chunk"
-                                      : "double free",
-                             p, mki_ctx_name(ctx));
+        if (live < 0) {
+            mki_error_invalid_in(fn, p, mki_ctx_name(ctx), 0);
+            return;
+        }
+        if (live == 0) {
+            mki_error_double_free(fn, p, mki_ctx_name(ctx));
             return;
         }
         if (!tail_ok(p, usable, &req)) {
-            mki_error_report("write past the requested size", p, mki_ctx_name(ctx));
+            mki_error_report(fn, "write past the end of chunk", p,
+                             "past the requested size", mki_ctx_name(ctx));
             return;
         }
-        if (pg->live && !live_flip(pg, p, 0)) {
-            mki_error_report("double free", p, mki_ctx_name(ctx)); /* lost a race */
+        if (pg->live && !live_flip(pg, p, 0)) { /* lost a race */
+            mki_error_double_free(fn, p, mki_ctx_name(ctx));
             return;
         }
         if (MK_CONFIG_CHECK &&
@@ -279,28 +284,27 @@ static void *instr_realloc(mki_page *pg, void *p, size_t size)
     mk_ctx *ctx = pg->ctx;
     if (mki_kinds[ctx->kind]->no_free) {
         if (MK_CONFIG_CHECK)
-            mki_error_report("mk_realloc of a chunk of a BUMP context", p,
+            mki_error_report("mk_realloc", "resize of BUMP chunk", p, NULL,
                              mki_ctx_name(ctx));
         errno = ENOTSUP;
         return NULL;
     }
     size_t usable = kind_usable(pg, p), old = 0;
     if (MK_CONFIG_CHECK && is_live(pg, p) <= 0) {
-        mki_error_report(is_live(pg, p) < 0
-                             ? "pointer is not the start of a chunk"
-                             : "realloc of a freed chunk",
-                         p, mki_ctx_name(ctx));
+        mki_error_invalid_in("mk_realloc", p, mki_ctx_name(ctx),
+                             is_live(pg, p) == 0);
         return NULL;
     }
     if (!tail_ok(p, usable, &old)) {
-        mki_error_report("write past the requested size", p, mki_ctx_name(ctx));
+        mki_error_report("mk_realloc", "write past the end of chunk", p,
+                         "past the requested size", mki_ctx_name(ctx));
         return NULL;
     }
     void *q = instr_alloc(ctx, size, 0);
     if (!q)
         return NULL;
     memcpy(q, p, old < size ? old : size);
-    instr_free(pg, p);
+    instr_free(pg, p, "mk_realloc");
     return q;
 }
 
@@ -311,9 +315,9 @@ static void verify_chunk(mki_page *pg, void *p, void *arg)
     (void)arg;
     size_t req;
     if (!tail_ok(p, kind_usable(pg, p), &req))
-        mki_error_report("write past the requested size (found at reset "
-                         "or delete)",
-                         p, mki_ctx_name(pg->ctx));
+        mki_error_report(NULL, "write past the end of chunk", p,
+                         "past the requested size, found at reset or delete",
+                         mki_ctx_name(pg->ctx));
 }
 
 /* Call @fn on every live chunk of a page that has a live bitmap, or on the

@@ -176,20 +176,19 @@ void mki_chunk_remote_push(mk_ctx *ctx, void *p)
 }
 
 /* Is @p, whose page (or huge mapping) descriptor is @pg, the start of a
- * live chunk?  1 yes; 0 no, reported for function @fn ("free" reports a
- * chunk freed already as a double free).  For contexts that are not
+ * live chunk?  1 yes; 0 no, reported for function @fn (a free, @is_free,
+ * reports a chunk freed already as a double free).  For contexts that are not
  * instrumented (those validate in check/instrument.c, with their bitmap):
  * memory memkit holds but in no chunk (a page or huge mapping that went
  * back, units never handed out); a small page's address that is not a
  * chunk it has handed out (an interior pointer, or past `extend`); a chunk
  * that holds its double-free key (page.h); a large or huge page's address
  * other than its chunk's; a kind's own test for its blocks (is_live). */
-static int chunk_valid(mki_page *pg, const void *p, const char *fn)
+static int chunk_valid(mki_page *pg, const void *p, const char *fn, int is_free)
 {
-    int is_free = fn[0] == 'f' && fn[1] == 'r'; /* free, free_sized... */
     if (MKI_UNLIKELY(!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)) {
         if (is_free)
-            mki_error_double_free(p, NULL); /* "memory memkit holds free" */
+            mki_error_double_free(fn, p, NULL); /* "memory memkit holds free" */
         else
             mki_error_invalid(fn, p);
         return 0;
@@ -214,13 +213,13 @@ static int chunk_valid(mki_page *pg, const void *p, const char *fn)
     if (MKI_LIKELY(state == 1))
         return 1;
     if (state == 0 && is_free)
-        mki_error_double_free(p, mki_ctx_name(ctx));
+        mki_error_double_free(fn, p, mki_ctx_name(ctx));
     else
         mki_error_invalid_in(fn, p, mki_ctx_name(ctx), state == 0);
     return 0;
 }
 
-int mki_chunk_guard_ok(mki_page *pg, const void *p)
+int mki_chunk_guard_ok(mki_page *pg, const void *p, const char *fn)
 {
     const void *broken = NULL;
     if (pg->kind == MKI_PAGE_SMALL || pg->kind == MKI_PAGE_LARGE) {
@@ -231,55 +230,55 @@ int mki_chunk_guard_ok(mki_page *pg, const void *p)
     }
     if (MKI_LIKELY(!broken))
         return 1;
-    mki_error_report("write past the end of a chunk (into its neighbour)",
-                     broken, mki_ctx_name(pg->ctx));
+    mki_error_report(fn, "write past the end of chunk", broken,
+                     "into its neighbour", mki_ctx_name(pg->ctx));
     return 0;
 }
 
-MKI_NOINLINE void mki_chunk_free_checked(void *p)
+MKI_NOINLINE void mki_chunk_free_checked(void *p, const char *fn)
 {
     if (!p)
         return; /* free(NULL) */
     mki_page *pg = mki_segment_find(p);
     if (MKI_UNLIKELY(!pg)) {
-        mki_error_invalid("free", p);
+        mki_error_invalid(fn, p);
         return;
     }
-    mki_chunk_free_slow(pg, p);
+    mki_chunk_free_slow(pg, p, fn);
 }
 
-MKI_COLD void mki_chunk_free_bad(mki_page *pg, void *p)
+MKI_COLD void mki_chunk_free_bad(mki_page *pg, void *p, const char *fn)
 {
-    chunk_valid(pg, p, "free"); /* reports */
+    chunk_valid(pg, p, fn, 1); /* reports */
 }
 
-static MKI_NOINLINE void free_slow(mki_page *pg, void *p);
+static MKI_NOINLINE void free_slow(mki_page *pg, void *p, const char *fn);
 
 /* (a wrapper that saves no register: secure mode's common case, first) */
-void mki_chunk_free_slow(mki_page *pg, void *p)
+void mki_chunk_free_slow(mki_page *pg, void *p, const char *fn)
 {
     if (MKI_UNLIKELY(mki_secure) && pg && mki_general_free_secure_try(pg, p))
         return;
-    free_slow(pg, p);
+    free_slow(pg, p, fn);
 }
 
-static MKI_NOINLINE void free_slow(mki_page *pg, void *p)
+static MKI_NOINLINE void free_slow(mki_page *pg, void *p, const char *fn)
 {
     if (MKI_UNLIKELY(!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)) {
-        chunk_valid(pg, p, "free"); /* reports */
+        chunk_valid(pg, p, fn, 1); /* reports */
         return;
     }
     mk_ctx *ctx = pg->ctx;
     const mki_kind_ops *ops = ctx->ops;
     if (ops->free_any) { /* a decorator's: the whole free is its own */
-        ops->free_any(pg, p);
+        ops->free_any(pg, p, fn);
         return;
     }
-    if (!chunk_valid(pg, p, "free"))
+    if (!chunk_valid(pg, p, fn, 1))
         return;
     if (ops->no_free)
         return;
-    if (ctx->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, p))
+    if (ctx->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, p, fn))
         return; /* reported; the chunk is left as it is */
     /* marked freed before it is on any list (page.h, generation.h) */
     if (pg->kind == MKI_PAGE_SMALL)
@@ -293,7 +292,7 @@ static MKI_NOINLINE void free_slow(mki_page *pg, void *p)
          * free, however close, finds the mark */
         if ((pg->kind == MKI_PAGE_LARGE || pg->kind == MKI_PAGE_HUGE) &&
             atomic_exchange_explicit(&pg->xfree, 1, memory_order_relaxed)) {
-            mki_error_double_free(p, mki_ctx_name(ctx));
+            mki_error_double_free(fn, p, mki_ctx_name(ctx));
             return;
         }
         if (ctx->kind == MK_GENERAL && pg->kind == MKI_PAGE_SMALL)
@@ -311,18 +310,23 @@ static MKI_NOINLINE void free_slow(mki_page *pg, void *p)
     ops->free(pg, p); /* (secure mode's common case was taken above) */
 }
 
+void mki_chunk_free_named(void *p, const char *fn)
+{
+    if (!p)
+        return;
+    /* validate before touching anything the pointer leads to */
+    mki_page *pg = mki_page_validate(p, fn, 1);
+    if (pg)
+        free_slow(pg, p, fn);
+}
+
 void mk_free(void *p)
 {
     if (MK_CONFIG_CHECK) {
-        if (!p)
-            return;
-        /* validate before touching anything the pointer leads to */
-        mki_page *pg = mki_page_validate(p);
-        if (pg)
-            free_slow(pg, p);
+        mki_chunk_free_named(p, "mk_free");
         return;
     }
-    mki_chunk_free(p);
+    mki_chunk_free(p, "mk_free");
 }
 
 /* ---- queries and resizing ------------------------------------------------- */
@@ -333,13 +337,13 @@ void mk_free(void *p)
 static mki_page *page_for(const void *p, const char *fn)
 {
     if (MK_CONFIG_CHECK)
-        return mki_page_validate(p);
+        return mki_page_validate(p, fn, 0);
     mki_page *pg = mki_segment_find(p);
     if (MKI_UNLIKELY(!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)) {
         mki_error_invalid(fn, p);
         return NULL;
     }
-    if (pg->ctx->fast_kind != MKI_KIND_SLOW && !chunk_valid(pg, p, fn))
+    if (pg->ctx->fast_kind != MKI_KIND_SLOW && !chunk_valid(pg, p, fn, 0))
         return NULL;
     return pg;
 }
@@ -350,7 +354,7 @@ void *mk_realloc(void *p, size_t size)
         mk_ctx *cur = mki_ctx_up.current();
         return cur ? mk_alloc(cur, size) : NULL;
     }
-    mki_page *pg = page_for(p, "realloc");
+    mki_page *pg = page_for(p, "mk_realloc");
     if (!pg)
         return NULL;
     if (size > MKI_SIZE_MAX) {
@@ -365,15 +369,17 @@ void *mk_realloc(void *p, size_t size)
     return ops->realloc(pg, p, size);
 }
 
-size_t mk_usable_size(const void *p)
+size_t mki_chunk_usable_size(const void *p, const char *fn)
 {
     if (!p)
         return 0;
-    mki_page *pg = page_for(p, "malloc_usable_size");
+    mki_page *pg = page_for(p, fn);
     if (!pg)
         return 0;
     return pg->ctx->ops->usable_size(pg, p);
 }
+
+size_t mk_usable_size(const void *p) { return mki_chunk_usable_size(p, "mk_usable_size"); }
 
 mk_ctx *mk_ctx_of(const void *p)
 {

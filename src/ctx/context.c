@@ -108,14 +108,14 @@ static void run_callbacks(mk_ctx *c, int until_empty)
 }
 
 /* Delete a context that has no children. */
-static void delete_leaf(mk_ctx *c)
+static void delete_leaf(mk_ctx *c, const char *fn)
 {
     run_callbacks(c, 1);
     if ((c->flags & MK_CTX_REPORT_LEAKS) && !mki_kinds[c->kind]->no_free) {
         mk_stats st;
         mki_ctx_stats_one(c, &st); /* (other threads' frees taken in) */
         if (st.chunks)
-            mki_error_leak("context", c->name, "chunks", st.chunks,
+            mki_error_leak(fn, "context", c->name, "chunk", st.chunks,
                            st.bytes_used);
     }
     c->ops->destroy(c);
@@ -125,7 +125,7 @@ static void delete_leaf(mk_ctx *c)
 }
 
 /* Delete every descendant of @ctx, children before their parents. */
-static void delete_descendants(mk_ctx *ctx)
+static void delete_descendants(mk_ctx *ctx, const char *fn)
 {
     mk_ctx *c = ctx->first_child;
     while (c) {
@@ -134,7 +134,7 @@ static void delete_descendants(mk_ctx *ctx)
             continue;
         }
         mk_ctx *parent = c->parent;
-        delete_leaf(c);
+        delete_leaf(c, fn);
         c = parent == ctx ? ctx->first_child : parent;
     }
 }
@@ -144,7 +144,7 @@ void mk_ctx_reset(mk_ctx *ctx)
     if (!ctx)
         return;
     if (ctx->first_child)
-        delete_descendants(ctx);
+        delete_descendants(ctx, "mk_ctx_reset");
     if (ctx->callbacks)
         run_callbacks(ctx, 0);
     ctx->ops->reset(ctx, !(ctx->flags & MK_CTX_RELEASE_ON_RESET));
@@ -176,8 +176,8 @@ void mk_ctx_delete(mk_ctx *ctx)
 {
     if (!ctx)
         return;
-    delete_descendants(ctx);
-    delete_leaf(ctx);
+    delete_descendants(ctx, "mk_ctx_delete");
+    delete_leaf(ctx, "mk_ctx_delete");
 }
 
 int mk_ctx_on_reset(mk_ctx *ctx, void (*fn)(void *), void *arg)

@@ -91,10 +91,11 @@ typedef struct mki_kind_ops {
     void (*each_live)(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
                       void *arg);
     /* A decorator's free: the whole of mk_free for a chunk of this
-     * context, from any thread, validation included.  NULL for the kinds:
+     * context, from any thread, validation included (misuse reported as
+     * one of function @fn).  NULL for the kinds:
      * the dispatcher validates, queues other threads' frees, and calls
      * `free` on the owner's. */
-    void (*free_any)(mki_page *pg, void *p);
+    void (*free_any)(mki_page *pg, void *p, const char *fn);
 } mki_kind_ops;
 
 /* The bytes the decorator adds to each request of an instrumented context
@@ -198,7 +199,12 @@ mk_ctx *mki_chunk_ctx(const void *p, const char *fn);
 /* Secure mode: are the guard words around chunk @p of @pg intact (page.h;
  * GENERATION: the next chunk's header)?  Reports the chunk written past
  * its end and returns 0 if not. */
-int mki_chunk_guard_ok(mki_page *pg, const void *p);
+int mki_chunk_guard_ok(mki_page *pg, const void *p, const char *fn);
+/* The checking build's mk_free, for function @fn (free, operator delete):
+ * validate @p first (page/validate.c), then free it. */
+void mki_chunk_free_named(void *p, const char *fn);
+/* mk_usable_size, a misuse reported for function @fn. */
+size_t mki_chunk_usable_size(const void *p, const char *fn);
 /* Queue chunk @p, freed by a thread that does not own @ctx, for the owner. */
 void mki_chunk_remote_push(mk_ctx *ctx, void *p);
 

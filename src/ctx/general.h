@@ -85,15 +85,17 @@ MKI_INLINE void *mki_general_pop(mki_page *pg)
 
 /* Out of line: a chunk freed where the fast path does not apply (@pg may
  * be NULL: a pointer into a unit no page covers).  It validates @p before
- * anything else (the start of a live chunk), reports what is not. */
-void mki_chunk_free_slow(mki_page *pg, void *p);
+ * anything else (the start of a live chunk), reports what is not, as a
+ * misuse of function @fn (the one the program called: "mk_free", "free",
+ * "operator delete"...; a constant, loaded on the slow branch only). */
+void mki_chunk_free_slow(mki_page *pg, void *p, const char *fn);
 /* Out of line, cold: the fast path's test failed on a chunk of an owned
  * small page: report it (not the start of a chunk, or freed already). */
-void mki_chunk_free_bad(mki_page *pg, void *p);
+void mki_chunk_free_bad(mki_page *pg, void *p, const char *fn);
 /* Out of line: @p is not in the arena (NULL, a huge chunk, a segment
  * outside the arena, or memory memkit does not hold, which is reported,
  * not followed). */
-void mki_chunk_free_checked(void *p);
+void mki_chunk_free_checked(void *p, const char *fn);
 
 /* mk_free and free: the fast path of the release build.  In words: the
  * pointer must be in the arena of normal segments (a subtraction and a
@@ -106,16 +108,16 @@ void mki_chunk_free_checked(void *p);
  * its double-free key (page.h) - a free of an interior pointer or of a
  * chunk freed already, wherever it waits, is reported, never pushed.  Then
  * the chunk gets its key and its link, and the page its count. */
-MKI_INLINE void mki_chunk_free(void *p)
+MKI_INLINE void mki_chunk_free(void *p, const char *fn)
 {
     if (MKI_UNLIKELY(!mki_segment_fast(p))) {
-        mki_chunk_free_checked(p);
+        mki_chunk_free_checked(p, fn);
         return;
     }
     mki_page *pg = mki_page_of(p); /* (mki_page_gone for a freed page) */
     if (MKI_LIKELY(pg != NULL && mki_page_tid(pg) == mki_tid_now())) {
         if (MKI_UNLIKELY(!mki_page_is_chunk(pg, p) || mki_page_chunk_freed(pg, p))) {
-            mki_chunk_free_bad(pg, p);
+            mki_chunk_free_bad(pg, p, fn);
             return;
         }
         *(void **)p = pg->free;
@@ -125,7 +127,7 @@ MKI_INLINE void mki_chunk_free(void *p)
             mki_general_page_empty(pg);
         return;
     }
-    mki_chunk_free_slow(pg, p);
+    mki_chunk_free_slow(pg, p, fn);
 }
 
 /* Secure mode's free where nothing is wrong (the common case, first, on

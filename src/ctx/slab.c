@@ -272,10 +272,10 @@ void mki_slab_free_checked(mki_page *pg, void *p)
         return;
     }
     if (mki_page_chunk_freed(pg, p)) {
-        mki_error_double_free(p, mki_ctx_name(pg->ctx));
+        mki_error_double_free("mk_pool_free", p, mki_ctx_name(pg->ctx));
         return;
     }
-    if (pg->ctx->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, p))
+    if (pg->ctx->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, p, "mk_pool_free"))
         return;
     mki_page_chunk_set_freed(pg, p);
     mki_slab_free_chunk(pg, p);

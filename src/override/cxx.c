@@ -154,55 +154,55 @@ EXPORT void mki_delete_al_nt(void *p, size_t al, const void *nt)
 EXPORT void mki_delete_array_al_nt(void *p, size_t al, const void *nt)
     CXX("_ZdaPvSt11align_val_tRKSt9nothrow_t");
 
-void mki_delete(void *p) { mki_override_free(p); }
-void mki_delete_array(void *p) { mki_override_free(p); }
+void mki_delete(void *p) { mki_override_free(p, "operator delete"); }
+void mki_delete_array(void *p) { mki_override_free(p, "operator delete[]"); }
 void mki_delete_nt(void *p, const void *nt)
 {
     (void)nt;
-    mki_override_free(p);
+    mki_override_free(p, "operator delete");
 }
 void mki_delete_array_nt(void *p, const void *nt)
 {
     (void)nt;
-    mki_override_free(p);
+    mki_override_free(p, "operator delete[]");
 }
 void mki_delete_sz(void *p, size_t n)
 {
     (void)n;
-    mki_override_free(p);
+    mki_override_free(p, "operator delete");
 }
 void mki_delete_array_sz(void *p, size_t n)
 {
     (void)n;
-    mki_override_free(p);
+    mki_override_free(p, "operator delete[]");
 }
 void mki_delete_al(void *p, size_t al)
 {
     (void)al;
-    mki_override_free(p);
+    mki_override_free(p, "operator delete");
 }
 void mki_delete_array_al(void *p, size_t al)
 {
     (void)al;
-    mki_override_free(p);
+    mki_override_free(p, "operator delete[]");
 }
 void mki_delete_sz_al(void *p, size_t n, size_t al)
 {
     (void)n, (void)al;
-    mki_override_free(p);
+    mki_override_free(p, "operator delete");
 }
 void mki_delete_array_sz_al(void *p, size_t n, size_t al)
 {
     (void)n, (void)al;
-    mki_override_free(p);
+    mki_override_free(p, "operator delete[]");
 }
 void mki_delete_al_nt(void *p, size_t al, const void *nt)
 {
     (void)al, (void)nt;
-    mki_override_free(p);
+    mki_override_free(p, "operator delete");
 }
 void mki_delete_array_al_nt(void *p, size_t al, const void *nt)
 {
     (void)al, (void)nt;
-    mki_override_free(p);
+    mki_override_free(p, "operator delete[]");
 }

@@ -71,18 +71,18 @@ void *mki_override_alloc_aligned(size_t align, size_t n)
 
 EXPORT void *malloc(size_t n) { return mki_override_alloc(n); }
 
-EXPORT void free(void *p) { mki_override_free(p); }
+EXPORT void free(void *p) { mki_override_free(p, "free"); }
 
 EXPORT void free_sized(void *p, size_t size)
 {
     (void)size;
-    mki_override_free(p);
+    mki_override_free(p, "free_sized");
 }
 
 EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
 {
     (void)align, (void)size;
-    mki_override_free(p);
+    mki_override_free(p, "free_aligned_sized");
 }
 
 EXPORT void *calloc(size_t n, size_t size)
@@ -116,7 +116,7 @@ EXPORT void *realloc(void *p, size_t n)
     if (!p)
         return mki_override_alloc(n);
     if (n == 0) { /* glibc: free and return NULL */
-        mki_override_free(p);
+        mki_override_free(p, "realloc");
         return NULL;
     }
     mk_ctx *owner = mki_chunk_ctx(p, "realloc"); /* (validated) */
@@ -145,7 +145,7 @@ EXPORT void *realloc(void *p, size_t n)
     if (!q)
         return NULL;
     memcpy(q, p, n < old ? n : old);
-    mki_override_free(p);
+    mki_override_free(p, "realloc");
     return q;
 }
 
@@ -212,7 +212,10 @@ EXPORT void *pvalloc(size_t n)
     return mki_override_alloc_aligned(page, rounded ? rounded : page);
 }
 
-EXPORT size_t malloc_usable_size(void *p) { return p ? mk_usable_size(p) : 0; }
+EXPORT size_t malloc_usable_size(void *p)
+{
+    return mki_chunk_usable_size(p, "malloc_usable_size");
+}
 
 EXPORT int malloc_trim(size_t pad)
 {
@@ -299,8 +302,8 @@ EXPORT int malloc_info(int options, FILE *fp)
  * of them would reach memkit's free (or the other way round) and abort:
  * every one is memkit's too, as in mimalloc, jemalloc and tcmalloc. */
 EXPORT void *__libc_malloc(size_t n) { return mki_override_alloc(n); }
-EXPORT void __libc_free(void *p) { mki_override_free(p); }
-EXPORT void cfree(void *p) { mki_override_free(p); }
+EXPORT void __libc_free(void *p) { mki_override_free(p, "free"); }
+EXPORT void cfree(void *p) { mki_override_free(p, "cfree"); }
 EXPORT void *__libc_calloc(size_t n, size_t size) { return calloc(n, size); }
 EXPORT void *__libc_realloc(void *p, size_t n) { return realloc(p, n); }
 EXPORT void *__libc_memalign(size_t align, size_t n) { return memalign(align, n); }

@@ -28,15 +28,16 @@ MKI_INLINE void *mki_override_alloc(size_t n)
     return mki_heap_refill(g, pg, n);
 }
 
-/* free(p): mk_free (in the checking build, with its validation).  NULL
- * needs no test of its own: it is in no segment (the checked path). */
-MKI_INLINE void mki_override_free(void *p)
+/* free(p): mk_free (in the checking build, with its validation), a misuse
+ * reported as one of @fn (free, operator delete...).  NULL needs no test
+ * of its own: it is in no segment (the checked path). */
+MKI_INLINE void mki_override_free(void *p, const char *fn)
 {
     if (MK_CONFIG_CHECK) {
-        mk_free(p);
+        mki_chunk_free_named(p, fn);
         return;
     }
-    mki_chunk_free(p);
+    mki_chunk_free(p, fn);
 }
 
 /* A chunk of @n bytes aligned to @align (a power of two), in the thread's

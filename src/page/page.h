@@ -472,8 +472,10 @@ MKI_INLINE void mki_page_list_remove(mki_page **head, mki_page *pg)
 /* ---- page/validate.c: pointers handed back --------------------------------- */
 /* The page of pointer @p if it is the start of a chunk a page holds (the
  * checking build's validation of every pointer handed to memkit); else
- * reports it and returns NULL.  Live or freed is the owner's to say. */
-mki_page *mki_page_validate(const void *p);
+ * reports it, as a misuse of function @fn (a free if @is_free: memory
+ * memkit holds free is then a double free), and returns NULL.  Live or
+ * freed is the owner's to say. */
+mki_page *mki_page_validate(const void *p, const char *fn, int is_free);
 
 /* The bytes of an instrumented small page's live bitmap (`live`: a bit
  * per chunk; allocated by the checking layer, freed with the page). */

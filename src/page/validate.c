@@ -19,16 +19,25 @@ static const char *owner(const mki_page *pg) { return mki_page_up.owner_name(pg)
 
 void *mki_page_bad_link(mki_page *pg, void *chunk)
 {
-    mki_error_report("write to freed memory (its free-list link was "
-                     "overwritten)",
-                     chunk, owner(pg));
+    mki_error_report(NULL, "write to freed memory at", chunk,
+                     "its free-list link was overwritten", owner(pg));
     return NULL; /* if a handler returned: the rest of the list is lost */
 }
 
-mki_page *mki_page_validate(const void *p)
+/* Memory memkit holds, free: a double free, when a free met it. */
+static void held_free(const void *p, const char *fn, int is_free)
+{
+    if (is_free)
+        mki_error_double_free(fn, p, NULL);
+    else
+        mki_error_report(fn, "invalid pointer", p, "memory memkit holds free",
+                         NULL);
+}
+
+mki_page *mki_page_validate(const void *p, const char *fn, int is_free)
 {
     if (!mki_segment_owns(p)) {
-        mki_error_report("pointer memkit never returned", p, NULL);
+        mki_error_invalid(fn, p);
         return NULL;
     }
     mki_segment *s = mki_segment_of(p);
@@ -36,23 +45,18 @@ mki_page *mki_page_validate(const void *p)
     if (s->kind == MKI_SEG_HUGE) {
         pg = &s->huge_page;
         if (pg->kind == MKI_PAGE_FREE) { /* cached for reuse */
-            mki_error_report("double free or pointer memkit never returned "
-                             "(memory memkit holds free)",
-                             p, NULL);
+            held_free(p, fn, is_free);
             return NULL;
         }
         if ((const char *)p != pg->start) {
-            mki_error_report("pointer inside a chunk, not its start", p,
-                             owner(pg));
+            mki_error_invalid_in(fn, p, owner(pg), 0);
             return NULL;
         }
         return pg;
     }
     pg = mki_page_of(p);
     if (!pg || pg->kind == MKI_PAGE_FREE) {
-        mki_error_report("double free or pointer memkit never returned "
-                         "(memory memkit holds free)",
-                         p, NULL);
+        held_free(p, fn, is_free);
         return NULL;
     }
     const char *c = p;
@@ -61,12 +65,11 @@ mki_page *mki_page_validate(const void *p)
          * free; a never-used chunk is caught by the live bits instead */
         if (c >= pg->end ||
             (size_t)(c - pg->start) % pg->chunk_size != 0) {
-            mki_error_report("pointer is not the start of a chunk", p,
-                             owner(pg));
+            mki_error_invalid_in(fn, p, owner(pg), 0);
             return NULL;
         }
     } else if (pg->kind == MKI_PAGE_LARGE && c != pg->start) {
-        mki_error_report("pointer inside a chunk, not its start", p, owner(pg));
+        mki_error_invalid_in(fn, p, owner(pg), 0);
         return NULL;
     }
     return pg;

@@ -244,7 +244,7 @@ void *mk_pool_alloc(mk_pool *pool)
  * is no object of a slab (reported, as mk_free reports it). */
 static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
 {
-    mki_page *pg = MK_CONFIG_CHECK ? mki_page_validate(obj)
+    mki_page *pg = MK_CONFIG_CHECK ? mki_page_validate(obj, "mk_pool_free", 1)
                                    : mki_segment_find(obj);
     if (!pg) {
         if (!MK_CONFIG_CHECK)
@@ -254,17 +254,17 @@ static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
     mk_ctx *c = pg->ctx;
     if (!MK_CONFIG_CHECK && (pg->kind != MKI_PAGE_SMALL || !c ||
                              c->kind != MK_SLAB)) {
-        mki_chunk_free_slow(pg, obj); /* mk_free's rules, and reports */
+        mki_chunk_free_slow(pg, obj, "mk_pool_free"); /* mk_free's rules */
         return;
     }
     const mk_pool *owner = c->kind == MK_SLAB ? ((mki_slab *)c)->pool : NULL;
     if (MK_CONFIG_CHECK && owner != pool) {
-        mki_error_wrong_pool(obj, owner ? "pool" : "context",
+        mki_error_wrong_pool("mk_pool_free", obj, owner ? "pool" : "context",
                              owner ? owner->name : c->name, pool->name);
         return;
     }
     if (c->ops->free_any) { /* the decorator's (ctx.h) */
-        c->ops->free_any(pg, obj);
+        c->ops->free_any(pg, obj, "mk_pool_free");
         return;
     }
     if ((pool->flags & MK_POOL_THREADSAFE) && mki_ctx_owner(c) != mki_tid()) {
@@ -272,7 +272,7 @@ static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
             mki_slab_free_checked(pg, obj); /* reports */
             return;
         }
-        if (c->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, obj))
+        if (c->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, obj, "mk_pool_free"))
             return;
         mki_page_chunk_set_freed(pg, obj); /* before it is on the remote list */
         mki_chunk_remote_push(c, obj);
@@ -290,7 +290,7 @@ void mk_pool_free(mk_pool *pool, void *obj)
     if (off < f->span && (uint32_t)off * f->magic < f->limit) {
         /* (the front's key is its page's: the slab's current page) */
         if (MKI_UNLIKELY(((uintptr_t *)obj)[1] == f->key)) {
-            mki_error_double_free(obj, mki_ctx_name(pool->root));
+            mki_error_double_free("mk_pool_free", obj, mki_ctx_name(pool->root));
             return;
         }
         *(void **)obj = f->head;
@@ -348,7 +348,7 @@ void mk_pool_delete(mk_pool *pool)
     mk_stats st;
     mk_pool_stats(pool, &st);
     if (st.chunks)
-        mki_error_leak("pool", pool->name, "objects", st.chunks,
+        mki_error_leak("mk_pool_delete", "pool", pool->name, "object", st.chunks,
                        st.chunks * pool->size);
     mk_ctx_delete(pool->root);
     pthread_mutex_destroy(&pool->lock);

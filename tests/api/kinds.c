@@ -462,7 +462,7 @@ static void test_leak_report_release(void)
         size_t each = instrumented ? 48 : mk_usable_size(q);
         mk_ctx_delete(probe);
         char want[128];
-        snprintf(want, sizeof want, "memkit: context leaky: 3 chunks (%zu "
+        snprintf(want, sizeof want, "memkit: mk_ctx_delete(): context \"leaky\": 3 chunks (%zu "
                  "bytes) leaked\n", 3 * each);
         char out[1024];
         int st = th_run_child(leak_child, NULL, out, sizeof out);
@@ -474,7 +474,7 @@ static void test_leak_report_release(void)
         if (cases[i].kind == MK_GENERATION && !instrumented) {
             /* the bytes are the block's fill point: at least the chunks */
             size_t bytes = 0;
-            CHECK_EQ(sscanf(out, "memkit: context leaky: 3 chunks (%zu bytes) "
+            CHECK_EQ(sscanf(out, "memkit: mk_ctx_delete(): context \"leaky\": 3 chunks (%zu bytes) "
                             "leaked", &bytes), 1);
             CHECK_GE(bytes, 3 * each);
         } else {

@@ -305,13 +305,13 @@ static void test_leak_report(void)
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         th_fail(__FILE__, __LINE__, "child status 0x%x: the release build "
                 "must not abort on a leak; stderr \"%s\"", st, out);
-    CHECK_STR_EQ(out, "memkit: pool leaky: 3 objects (120 bytes) leaked\n"
-                      "memkit: pool big: 50 objects (50000 bytes) leaked\n"
+    CHECK_STR_EQ(out, "memkit: mk_pool_delete(): pool \"leaky\": 3 objects (120 bytes) leaked\n"
+                      "memkit: mk_pool_delete(): pool \"big\": 50 objects (50000 bytes) leaked\n"
                       "still here\n");
 
     st = th_run_child(child_leak_threadsafe, NULL, out, sizeof out);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    CHECK_STR_EQ(out, "memkit: pool shared: 4 objects (96 bytes) leaked\n");
+    CHECK_STR_EQ(out, "memkit: mk_pool_delete(): pool \"shared\": 4 objects (96 bytes) leaked\n");
 
     st = th_run_child(child_leak_silenced, NULL, out, sizeof out);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -352,7 +352,7 @@ static void test_leak_report_handler(void)
         th_fail(__FILE__, __LINE__, "child status 0x%x, stderr \"%s\"", st,
                 out);
     /* exactly one line, without its newline, and nothing else printed */
-    CHECK_STR_EQ(out, "[memkit: pool handled: 4 objects (256 bytes) leaked]");
+    CHECK_STR_EQ(out, "[memkit: mk_pool_delete(): pool \"handled\": 4 objects (256 bytes) leaked]");
 }
 
 int main(void)

@@ -62,11 +62,12 @@ static const char *const *const MODES[] = {DEFAULT, SECURE, SECURE2};
 /* the control: the same case on glibc's malloc (no preload) */
 static const char *const GLIBC[] = {"LD_PRELOAD=", "HX_GLIBC=1", NULL};
 
-static const char DOUBLE_FREE[] = "memkit: double free of %p (context thread)";
-static const char HELD_FREE[] = "memkit: double free of %p (memory memkit "
-                                "holds free)";
-static const char BAD_LINK[] = "memkit: write to freed memory (its free-list "
-                               "link was overwritten): pointer %p (context "
+static const char DOUBLE_FREE[] = "memkit: free(): double free of %p "
+                                  "(context \"thread\")";
+static const char HELD_FREE[] = "memkit: free(): double free of %p (memory "
+                                "memkit holds free)";
+static const char BAD_LINK[] = "memkit: write to freed memory at %p (its "
+                               "free-list link was overwritten, context "
                                "\"thread\")";
 
 static void *must(void *p)
@@ -112,7 +113,7 @@ static void case_free_foreign(const char *arg)
 {
     char stack[64];
     void *p = launder(foreign(arg, stack));
-    rx_expect_ptr("memkit: free(): invalid pointer %p", p);
+    rx_expect_ptr("memkit: free(): invalid pointer %p (memkit never returned it)", p);
     free(p);
 }
 
@@ -120,7 +121,7 @@ static void case_realloc_foreign(const char *arg)
 {
     char stack[64];
     void *p = launder(foreign(arg, stack));
-    rx_expect_ptr("memkit: realloc(): invalid pointer %p", p);
+    rx_expect_ptr("memkit: realloc(): invalid pointer %p (memkit never returned it)", p);
     void *q = realloc(p, 100);
     printf("realloc returned %p\n", q);
 }
@@ -159,7 +160,7 @@ static void case_link(const char *arg)
 /* ---- issue 13 ------------------------------------------------------------------ */
 
 static const char INTERIOR[] = "memkit: %s(): invalid pointer %p (not the "
-                               "start of a chunk of context thread)";
+                               "start of a chunk, context \"thread\")";
 
 static void expect_fn(const char *fmt, const char *fn, const void *p)
 {
@@ -223,7 +224,7 @@ static void case_interior(const char *arg)
     char *p = must(malloc(n));
     must(malloc(n));
     if (off >= ((size_t)4 << 20))
-        rx_expect_ptr("memkit: free(): invalid pointer %p", p + off);
+        rx_expect_ptr("memkit: free(): invalid pointer %p (memkit never returned it)", p + off);
     else
         expect_fn(INTERIOR, "free", p + off);
     free(launder(p + off));
@@ -240,8 +241,8 @@ static void case_realloc_bad(const char *arg)
     must(malloc(n));
     if (strcmp(what, "freed") == 0) {
         free(p);
-        expect_fn("memkit: %s(): invalid pointer %p (a freed chunk of "
-                  "context thread)", "realloc", p);
+        expect_fn("memkit: %s(): invalid pointer %p (a freed chunk, "
+                  "context \"thread\")", "realloc", p);
         printf("%p\n", realloc(launder(p), n * 2));
     } else {
         expect_fn(INTERIOR, "realloc", p + 16);
@@ -264,8 +265,8 @@ static void case_overflow(const char *arg)
         _exit(8);
     }
     memset(launder(a), 'x', usable + 12);
-    rx_expect_ptr("memkit: write past the end of a chunk (into its "
-                  "neighbour): pointer %p (context \"thread\")", a);
+    rx_expect_ptr("memkit: free(): write past the end of chunk %p (into its "
+                  "neighbour, context \"thread\")", a);
     free(strcmp(which, "self") == 0 ? a : b);
 }
 
@@ -378,12 +379,12 @@ static void case_handler(const char *arg)
     char stack[64];
     char *sp = launder(stack);
     CHECK_NULL(realloc(sp, 100));
-    expect_line(__LINE__, "memkit: realloc(): invalid pointer %p", sp);
+    expect_line(__LINE__, "memkit: realloc(): invalid pointer %p (memkit never returned it)", sp);
     if (secure) {
         free(sp);
-        expect_line(__LINE__, "memkit: free(): invalid pointer %p", sp);
+        expect_line(__LINE__, "memkit: free(): invalid pointer %p (memkit never returned it)", sp);
         free(static_array + 16);
-        expect_line(__LINE__, "memkit: free(): invalid pointer %p",
+        expect_line(__LINE__, "memkit: free(): invalid pointer %p (memkit never returned it)",
                     static_array + 16);
     }
     set_handler(NULL, NULL);

@@ -5,23 +5,24 @@
  * of SIGABRT after writing exactly one line to stderr, naming the pointer
  * and the context (or the pools):
  *   - double free: GENERAL small, SLAB, GENERATION, pool, thread-safe pool
- *     ("memkit: double free: pointer P (context "NAME")"); GENERAL and
+ *     ("memkit: mk_free(): double free of P (context "NAME")"); GENERAL and
  *     GENERATION large chunks, and GENERAL huge ones, whose memory has gone
  *     back, are reported without a context (see the comments there);
  *   - a pointer memkit never returned, handed to a pool, and an interior
  *     pointer of a SLAB chunk, of a pool object and of a GENERATION chunk;
  *   - a write past the requested size, found at free, at realloc (GENERAL,
  *     SLAB, GENERATION, pools) and at reset and at delete (all four kinds,
- *     "... (found at reset or delete) ...");
+ *     "... found at reset or delete ...");
  *   - a write to freed memory, found when the chunk is handed out again
  *     (GENERAL, SLAB, pool);
- *   - an object freed into the wrong pool ("memkit: pointer P belongs to
+ *   - an object freed into the wrong pool ("memkit: mk_pool_free(): object P of
  *     pool A, freed into pool B"; and a context's chunk freed into a pool);
  *   - mk_free and mk_realloc of a BUMP chunk;
  *   - chunks still live when a MK_CTX_REPORT_LEAKS context (GENERAL, SLAB,
  *     GENERATION; also deleted as a child) or a pool is deleted
- *     ("memkit: context NAME: N chunks (B bytes) leaked", "memkit: pool
- *     NAME: N objects (B bytes) leaked"); no report without the flag, and
+ *     ("memkit: mk_ctx_delete(): context "NAME": N chunks (B bytes)
+ *     leaked", "memkit: mk_pool_delete(): pool "NAME": N objects (B bytes)
+ *     leaked"); no report without the flag, and
  *     none at reset.
  * Then: with mk_set_error_handler the same errors do not abort, the handler
  * gets each line (no newline) and the faulty operation is abandoned; with
@@ -74,8 +75,7 @@ static void dies_with(const char *file, int line, const char *what,
     char line_want[600];
     snprintf(line_want, sizeof line_want, "%s\n", want);
     if (strcmp(out, line_want) != 0)
-        th_fail(file, line, "%s: stderr is \"%s\", expected the one line "
-                "\"%s\"", what, out, want);
+        th_fail(file, line, "%s: stderr is \"%s\", expected the one line \"%s\"", what, out, want);
 }
 
 #define DIES_WITH(fn, arg, want) \
@@ -89,6 +89,15 @@ static const char *msg(const char *fmt, const void *p)
     return buf;
 }
 
+/* The same, for a line "FN() ... P ... NAME". */
+static const char *msg3(const char *fmt, const char *fn, const void *p,
+                        const char *name)
+{
+    static char buf[600];
+    snprintf(buf, sizeof buf, fmt, fn, p, name);
+    return buf;
+}
+
 static void lives_quietly(const char *file, int line, const char *what,
                           void (*fn)(void *), void *arg)
 {
@@ -96,8 +105,7 @@ static void lives_quietly(const char *file, int line, const char *what,
     th_checks++;
     int st = th_run_child(fn, arg, out, sizeof out);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || out[0])
-        th_fail(file, line, "%s: child status 0x%x (%s %d), stderr \"%s\"; "
-                "expected exit 0 and nothing printed", what, st,
+        th_fail(file, line, "%s: child status 0x%x (%s %d), stderr \"%s\"; expected exit 0 and nothing printed", what, st,
                 WIFSIGNALED(st) ? "signal" : "exit",
                 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), out);
 }
@@ -137,33 +145,25 @@ static void test_double_free(void)
     char *keep = mk_alloc(general, 100);
     char *p = mk_alloc(general, 100);
     REQUIRE(keep && p);
-    DIES_WITH(free_twice, p, msg("memkit: double free: pointer %p (context "
-                                 "\"general-ctx\")", p));
+    DIES_WITH(free_twice, p, msg("memkit: mk_free(): double free of %p (context \"general-ctx\")", p));
     p = mk_alloc(general, 8);
-    DIES_WITH(free_twice, p, msg("memkit: double free: pointer %p (context "
-                                 "\"general-ctx\")", p));
+    DIES_WITH(free_twice, p, msg("memkit: mk_free(): double free of %p (context \"general-ctx\")", p));
     p = mk_alloc(general, 20000);
-    DIES_WITH(free_twice, p, msg("memkit: double free: pointer %p (context "
-                                 "\"general-ctx\")", p));
+    DIES_WITH(free_twice, p, msg("memkit: mk_free(): double free of %p (context \"general-ctx\")", p));
     p = mk_alloc(slab, 48);
     REQUIRE_NOT_NULL(mk_alloc(slab, 48));
-    DIES_WITH(free_twice, p, msg("memkit: double free: pointer %p (context "
-                                 "\"slab-ctx\")", p));
+    DIES_WITH(free_twice, p, msg("memkit: mk_free(): double free of %p (context \"slab-ctx\")", p));
     REQUIRE_NOT_NULL(mk_alloc(generation, 100));
     p = mk_alloc(generation, 100);
     REQUIRE_NOT_NULL(mk_alloc(generation, 100));
-    DIES_WITH(free_twice, p, msg("memkit: double free: pointer %p (context "
-                                 "\"generation-ctx\")", p));
+    DIES_WITH(free_twice, p, msg("memkit: mk_free(): double free of %p (context \"generation-ctx\")", p));
     p = mk_pool_alloc(pool_a);
     REQUIRE_NOT_NULL(mk_pool_alloc(pool_a));
-    DIES_WITH(pool_a_free_twice, p, msg("memkit: double free: pointer %p "
-                                        "(context \"pool-a\")", p));
-    DIES_WITH(free_twice, p, msg("memkit: double free: pointer %p (context "
-                                 "\"pool-a\")", p));
+    DIES_WITH(pool_a_free_twice, p, msg("memkit: mk_pool_free(): double free of %p (context \"pool-a\")", p));
+    DIES_WITH(free_twice, p, msg("memkit: mk_free(): double free of %p (context \"pool-a\")", p));
     p = mk_pool_alloc(pool_ts);
     REQUIRE_NOT_NULL(mk_pool_alloc(pool_ts));
-    DIES_WITH(pool_ts_free_twice, p, msg("memkit: double free: pointer %p "
-                                         "(context \"pool-ts\")", p));
+    DIES_WITH(pool_ts_free_twice, p, msg("memkit: mk_pool_free(): double free of %p (context \"pool-ts\")", p));
 }
 
 /* A large chunk has a page of its own, which goes back at the first free:
@@ -175,21 +175,14 @@ static void test_double_free_large(void)
 {
     char *p = mk_alloc(general, 100000);
     REQUIRE_NOT_NULL(p);
-    DIES_WITH(free_twice, p, msg("memkit: double free or pointer memkit never "
-                                 "returned (memory memkit holds free): pointer "
-                                 "%p", p));
+    DIES_WITH(free_twice, p, msg("memkit: mk_free(): double free of %p (memory memkit holds free)", p));
     p = mk_alloc(generation, 200000);
     REQUIRE_NOT_NULL(p);
-    DIES_WITH(free_twice, p, msg("memkit: double free or pointer memkit never "
-                                 "returned (memory memkit holds free): pointer "
-                                 "%p", p));
+    DIES_WITH(free_twice, p, msg("memkit: mk_free(): double free of %p (memory memkit holds free)", p));
     p = mk_alloc(general, (size_t)3 << 20);
     REQUIRE_NOT_NULL(p);
-    DIES_WITH(free_twice, p, msg("memkit: double free or pointer memkit never "
-                                 "returned (memory memkit holds free): pointer "
-                                 "%p", p));
-    DIES_WITH(free_trim_free, p, msg("memkit: pointer memkit never returned: "
-                                     "pointer %p", p));
+    DIES_WITH(free_twice, p, msg("memkit: mk_free(): double free of %p (memory memkit holds free)", p));
+    DIES_WITH(free_trim_free, p, msg("memkit: mk_free(): invalid pointer %p (memkit never returned it)", p));
 }
 
 static char stack_like[64];
@@ -202,23 +195,20 @@ static void free_one(void *p) { mk_free(p); }
 static void test_never_returned(void)
 {
     DIES_WITH(pool_a_free, stack_like + 8,
-              msg("memkit: pointer memkit never returned: pointer %p",
+              msg("memkit: mk_pool_free(): invalid pointer %p (memkit never returned it)",
                   stack_like + 8));
     char *m = malloc(40);
     REQUIRE_NOT_NULL(m);
     DIES_WITH(pool_ts_free, m,
-              msg("memkit: pointer memkit never returned: pointer %p", m));
+              msg("memkit: mk_pool_free(): invalid pointer %p (memkit never returned it)", m));
     free(m);
     char *p = mk_alloc(slab, 48);
     REQUIRE_NOT_NULL(p);
-    DIES_WITH(free_one, p + 8, msg("memkit: pointer is not the start of a "
-                                   "chunk: pointer %p (context \"slab-ctx\")",
+    DIES_WITH(free_one, p + 8, msg("memkit: mk_free(): invalid pointer %p (not the start of a chunk, context \"slab-ctx\")",
                                    p + 8));
     p = mk_pool_alloc(pool_a);
     REQUIRE_NOT_NULL(p);
-    DIES_WITH(pool_a_free, p + 16, msg("memkit: pointer is not the start of "
-                                       "a chunk: pointer %p (context "
-                                       "\"pool-a\")", p + 16));
+    DIES_WITH(pool_a_free, p + 16, msg("memkit: mk_pool_free(): invalid pointer %p (not the start of a chunk, context \"pool-a\")", p + 16));
 }
 
 /* An interior pointer of a GENERATION chunk: the chunk's own data must not
@@ -229,9 +219,7 @@ static void test_never_returned_generation(void)
     char *p = mk_alloc(generation, 100);
     REQUIRE_NOT_NULL(p);
     memset(p, 0, 100);
-    DIES_WITH(free_one, p + 16, msg("memkit: pointer is not the start of a "
-                                    "chunk: pointer %p (context "
-                                    "\"generation-ctx\")", p + 16));
+    DIES_WITH(free_one, p + 16, msg("memkit: mk_free(): invalid pointer %p (not the start of a chunk, context \"generation-ctx\")", p + 16));
 }
 
 /* ---- writes past the requested size ------------------------------------- */
@@ -277,8 +265,8 @@ static void past_then_delete(void *arg)
 
 static void test_write_past_at_free(void)
 {
-    const char *fmt = "memkit: write past the requested size: pointer %p "
-                      "(context \"%s\")";
+    const char *fmt = "memkit: %s(): write past the end of chunk %p (past the "
+                      "requested size, context \"%s\")";
     struct { mk_ctx *ctx; size_t n; const char *name; } cases[] = {
         {general, 100, "general-ctx"},  {general, 13, "general-ctx"},
         {general, 0, "general-ctx"},    {general, 24, "general-ctx"},
@@ -293,28 +281,28 @@ static void test_write_past_at_free(void)
                        NULL};
         REQUIRE_NOT_NULL(b.p);
         char want[300];
-        snprintf(want, sizeof want, fmt, (void *)b.p, cases[i].name);
+        snprintf(want, sizeof want, fmt, "mk_free", (void *)b.p, cases[i].name);
         DIES_WITH(past_then_free, &b, want);
+        snprintf(want, sizeof want, fmt, "mk_realloc", (void *)b.p,
+                 cases[i].name);
         DIES_WITH(past_then_realloc, &b, want);
     }
     /* pools: mk_pool_free and mk_free */
     bad_write b = {mk_pool_alloc(pool_a), 40, NULL, pool_a};
     REQUIRE_NOT_NULL(b.p);
-    DIES_WITH(past_then_free, &b, msg("memkit: write past the requested size: "
-                                      "pointer %p (context \"pool-a\")", b.p));
+    DIES_WITH(past_then_free, &b, msg3(fmt, "mk_pool_free", b.p, "pool-a"));
     b.pool = NULL;
-    DIES_WITH(past_then_free, &b, msg("memkit: write past the requested size: "
-                                      "pointer %p (context \"pool-a\")", b.p));
+    DIES_WITH(past_then_free, &b, msg3(fmt, "mk_free", b.p, "pool-a"));
     b = (bad_write){mk_pool_alloc(pool_ts), 40, NULL, pool_ts};
     REQUIRE_NOT_NULL(b.p);
-    DIES_WITH(past_then_free, &b, msg("memkit: write past the requested size: "
-                                      "pointer %p (context \"pool-ts\")", b.p));
+    DIES_WITH(past_then_free, &b, msg3(fmt, "mk_pool_free", b.p, "pool-ts"));
 }
 
 static void test_write_past_at_reset_and_delete(void)
 {
-    const char *fmt = "memkit: write past the requested size (found at reset "
-                      "or delete): pointer %p (context \"%s\")";
+    const char *fmt = "memkit: write past the end of chunk %p (past the "
+                      "requested size, found at reset or delete, context "
+                      "\"%s\")";
     mk_ctx_opts so = {.chunk_size = 48};
     const struct { mk_kind kind; const mk_ctx_opts *opts; size_t n; }
         cases[] = {
@@ -383,8 +371,8 @@ static void write_after_free(void *arg)
 
 static void test_write_to_freed(void)
 {
-    const char *fmt = "memkit: write to freed memory: pointer %p (context "
-                      "\"%s\")";
+    const char *fmt = "memkit: write to freed memory at %p (found as it was "
+                      "handed out again, context \"%s\")";
     const struct { mk_ctx *ctx; size_t n; const char *name; } cases[] = {
         {general, 64, "general-ctx"},  {general, 24, "general-ctx"},
         {general, 1000, "general-ctx"}, {general, 30000, "general-ctx"},
@@ -400,14 +388,13 @@ static void test_write_to_freed(void)
     }
     uaf u = {mk_pool_alloc(pool_a), 40, NULL, pool_a};
     REQUIRE_NOT_NULL(u.p);
-    DIES_WITH(write_after_free, &u, msg("memkit: write to freed memory: "
-                                        "pointer %p (context \"pool-a\")",
-                                        u.p));
+    char want[300];
+    snprintf(want, sizeof want, fmt, (void *)u.p, "pool-a");
+    DIES_WITH(write_after_free, &u, want);
     u = (uaf){mk_pool_alloc(pool_ts), 40, NULL, pool_ts};
     REQUIRE_NOT_NULL(u.p);
-    DIES_WITH(write_after_free, &u, msg("memkit: write to freed memory: "
-                                        "pointer %p (context \"pool-ts\")",
-                                        u.p));
+    snprintf(want, sizeof want, fmt, (void *)u.p, "pool-ts");
+    DIES_WITH(write_after_free, &u, want);
 }
 
 /* ---- the wrong pool ----------------------------------------------------------- */
@@ -416,22 +403,17 @@ static void test_wrong_pool(void)
 {
     char *a = mk_pool_alloc(pool_a);
     REQUIRE_NOT_NULL(a);
-    DIES_WITH(pool_b_free, a, msg("memkit: pointer %p belongs to pool pool-a, "
-                                  "freed into pool pool-b", a));
-    DIES_WITH(pool_ts_free, a, msg("memkit: pointer %p belongs to pool pool-a, "
-                                   "freed into pool pool-ts", a));
+    DIES_WITH(pool_b_free, a, msg("memkit: mk_pool_free(): object %p of pool \"pool-a\" freed into pool \"pool-b\"", a));
+    DIES_WITH(pool_ts_free, a, msg("memkit: mk_pool_free(): object %p of pool \"pool-a\" freed into pool \"pool-ts\"", a));
     char *t = mk_pool_alloc(pool_ts);
     REQUIRE_NOT_NULL(t);
-    DIES_WITH(pool_a_free, t, msg("memkit: pointer %p belongs to pool pool-ts, "
-                                  "freed into pool pool-a", t));
+    DIES_WITH(pool_a_free, t, msg("memkit: mk_pool_free(): object %p of pool \"pool-ts\" freed into pool \"pool-a\"", t));
     char *g = mk_alloc(general, 40);
     REQUIRE_NOT_NULL(g);
-    DIES_WITH(pool_b_free, g, msg("memkit: pointer %p belongs to context "
-                                  "general-ctx, freed into pool pool-b", g));
+    DIES_WITH(pool_b_free, g, msg("memkit: mk_pool_free(): object %p of context \"general-ctx\" freed into pool \"pool-b\"", g));
     char *s = mk_alloc(slab, 40);
     REQUIRE_NOT_NULL(s);
-    DIES_WITH(pool_a_free, s, msg("memkit: pointer %p belongs to context "
-                                  "slab-ctx, freed into pool pool-a", s));
+    DIES_WITH(pool_a_free, s, msg("memkit: mk_pool_free(): object %p of context \"slab-ctx\" freed into pool \"pool-a\"", s));
 }
 
 /* ---- BUMP chunks -------------------------------------------------------------- */
@@ -446,17 +428,12 @@ static void test_bump_free_realloc(void)
 {
     char *p = mk_alloc(bumpc, 100);
     REQUIRE_NOT_NULL(p);
-    DIES_WITH(free_one, p, msg("memkit: mk_free of a chunk of a BUMP context "
-                               "(its memory returns on reset or delete): "
-                               "pointer %p (context \"bump-ctx\")", p));
-    DIES_WITH(realloc_one, p, msg("memkit: mk_realloc of a chunk of a BUMP "
-                                  "context: pointer %p (context \"bump-ctx\")",
+    DIES_WITH(free_one, p, msg("memkit: mk_free(): free of BUMP chunk %p (its memory returns on reset or delete, context \"bump-ctx\")", p));
+    DIES_WITH(realloc_one, p, msg("memkit: mk_realloc(): resize of BUMP chunk %p (context \"bump-ctx\")",
                                   p));
     char *big = mk_alloc(bumpc, 400000);
     REQUIRE_NOT_NULL(big);
-    DIES_WITH(free_one, big, msg("memkit: mk_free of a chunk of a BUMP context "
-                                 "(its memory returns on reset or delete): "
-                                 "pointer %p (context \"bump-ctx\")", big));
+    DIES_WITH(free_one, big, msg("memkit: mk_free(): free of BUMP chunk %p (its memory returns on reset or delete, context \"bump-ctx\")", big));
 }
 
 /* ---- leaks ---------------------------------------------------------------------- */
@@ -527,16 +504,16 @@ static void test_leaks(void)
     for (int i = 0; i < 3; i++) {
         leak_kind = kinds[i];
         DIES_WITH(leak_delete, NULL,
-                  "memkit: context leak-ctx: 2 chunks (128 bytes) leaked");
+                  "memkit: mk_ctx_delete(): context \"leak-ctx\": 2 chunks (128 bytes) leaked");
         DIES_WITH(leak_delete_child, NULL,
-                  "memkit: context leak-kid: 2 chunks (128 bytes) leaked");
+                  "memkit: mk_ctx_delete(): context \"leak-kid\": 2 chunks (128 bytes) leaked");
         LIVES_QUIETLY(leak_unflagged, NULL);
         LIVES_QUIETLY(leak_reset_only, NULL);
     }
     DIES_WITH(leak_pool, (void *)"leak-pool",
-              "memkit: pool leak-pool: 3 objects (120 bytes) leaked");
+              "memkit: mk_pool_delete(): pool \"leak-pool\": 3 objects (120 bytes) leaked");
     DIES_WITH(leak_pool, (void *)"leak-pool-ts",
-              "memkit: pool leak-pool-ts: 3 objects (120 bytes) leaked");
+              "memkit: mk_pool_delete(): pool \"leak-pool-ts\": 3 objects (120 bytes) leaked");
 }
 
 /* ---- a handler instead of the abort --------------------------------------------- */
@@ -585,22 +562,22 @@ static void test_handler(void)
     REQUIRE(p && q);
     mk_free(p);
     mk_free(p);
-    EXPECT_LINE(msg("memkit: double free: pointer %p (context \"handled\")", p));
+    EXPECT_LINE(msg("memkit: mk_free(): double free of %p (context \"handled\")", p));
     CHECK_EQ(live_chunks(c), 1u);
 
     /* write past the end: the free is abandoned, the chunk stays live */
     poke(q, 100, 'z');
     mk_free(q);
-    EXPECT_LINE(msg("memkit: write past the requested size: pointer %p "
-                    "(context \"handled\")", q));
+    EXPECT_LINE(msg("memkit: mk_free(): write past the end of chunk %p (past "
+                    "the requested size, context \"handled\")", q));
     CHECK_EQ(live_chunks(c), 1u);
     CHECK_NULL(mk_realloc(q, 500));
-    EXPECT_LINE(msg("memkit: write past the requested size: pointer %p "
-                    "(context \"handled\")", q));
+    EXPECT_LINE(msg("memkit: mk_realloc(): write past the end of chunk %p "
+                    "(past the requested size, context \"handled\")", q));
     CHECK_EQ(live_chunks(c), 1u);
     mk_ctx_reset(c); /* found again at reset, and the reset goes on */
-    EXPECT_LINE(msg("memkit: write past the requested size (found at reset "
-                    "or delete): pointer %p (context \"handled\")", q));
+    EXPECT_LINE(msg("memkit: write past the end of chunk %p (past the requested "
+                    "size, found at reset or delete, context \"handled\")", q));
     CHECK_EQ(live_chunks(c), 0u);
 
     /* write to freed memory: reported when handed out again */
@@ -612,14 +589,14 @@ static void test_handler(void)
     for (int i = 0; i < 1000 && nlines == 0; i++)
         r2 = mk_alloc(c, 64);
     CHECK_PTR_EQ(r2, r);
-    EXPECT_LINE(msg("memkit: write to freed memory: pointer %p (context "
-                    "\"handled\")", r));
+    EXPECT_LINE(msg("memkit: write to freed memory at %p (found as it was "
+                    "handed out again, context \"handled\")", r));
 
     /* wrong pool: refused, the object stays in its pool */
     char *o = mk_pool_alloc(pa);
     REQUIRE_NOT_NULL(o);
     mk_pool_free(pb, o);
-    EXPECT_LINE(msg("memkit: pointer %p belongs to pool ha, freed into pool hb",
+    EXPECT_LINE(msg("memkit: mk_pool_free(): object %p of pool \"ha\" freed into pool \"hb\"",
                     o));
     mk_stats st;
     mk_pool_stats(pa, &st);
@@ -631,19 +608,17 @@ static void test_handler(void)
     char *bp = mk_alloc(b, 10);
     REQUIRE_NOT_NULL(bp);
     mk_free(bp);
-    EXPECT_LINE(msg("memkit: mk_free of a chunk of a BUMP context (its memory "
-                    "returns on reset or delete): pointer %p (context "
-                    "\"handled-bump\")", bp));
+    EXPECT_LINE(msg("memkit: mk_free(): free of BUMP chunk %p (its memory returns on reset or delete, context \"handled-bump\")", bp));
     errno = 0;
     CHECK_NULL(mk_realloc(bp, 20));
     CHECK_ERRNO(ENOTSUP);
-    EXPECT_LINE(msg("memkit: mk_realloc of a chunk of a BUMP context: pointer "
-                    "%p (context \"handled-bump\")", bp));
+    EXPECT_LINE(msg("memkit: mk_realloc(): resize of BUMP chunk %p (context \"handled-bump\")", bp));
 
     /* a pointer memkit never returned */
     char local[8];
     mk_free(local);
-    EXPECT_LINE(msg("memkit: pointer memkit never returned: pointer %p", local));
+    EXPECT_LINE(msg("memkit: mk_free(): invalid pointer %p (memkit never "
+                    "returned it)", local));
 
     /* leaks: reported, the delete goes on */
     mk_ctx_opts lo = {.flags = MK_CTX_REPORT_LEAKS};
@@ -651,10 +626,10 @@ static void test_handler(void)
     REQUIRE_NOT_NULL(l);
     REQUIRE_NOT_NULL(mk_alloc(l, 16));
     mk_ctx_delete(l);
-    EXPECT_LINE("memkit: context handled-leak: 1 chunks (16 bytes) leaked");
+    EXPECT_LINE("memkit: mk_ctx_delete(): context \"handled-leak\": 1 chunk (16 bytes) leaked");
     REQUIRE_NOT_NULL(mk_pool_alloc(pb));
     mk_pool_delete(pb);
-    EXPECT_LINE("memkit: pool hb: 1 objects (40 bytes) leaked");
+    EXPECT_LINE("memkit: mk_pool_delete(): pool \"hb\": 1 object (40 bytes) leaked");
 
     mk_pool_delete(pa);
     mk_ctx_delete(b);

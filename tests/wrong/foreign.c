@@ -4,7 +4,7 @@
  * a stack address, of a malloc()ed block, of an address inside a small, a
  * large or a huge chunk, of a chunk's page after the page went back; and
  * mk_realloc / mk_usable_size / mk_ctx_of of a foreign pointer: each
- * aborts (SIGABRT) after one line "memkit: <what>: pointer 0x..." naming
+ * aborts (SIGABRT) after one line "memkit: FN(): <what> 0x..." naming
  * the context where there is one.  With mk_set_error_handler the handler
  * gets that line, nothing aborts, and the chunk is not freed; with
  * mk_silence_errors(1) nothing is reported and nothing aborts.  Correct
@@ -131,30 +131,33 @@ static void test_checking_build(void)
 
 static void test_death_foreign(void)
 {
-    CHECK_DIES(free_stack, NULL, "memkit: pointer memkit never returned: pointer 0x");
-    CHECK_DIES(free_malloced, NULL, "memkit: pointer memkit never returned");
-    CHECK_DIES(free_static, NULL, "memkit: pointer memkit never returned");
-    CHECK_DIES(realloc_foreign, NULL, "memkit: pointer memkit never returned");
+    CHECK_DIES(free_stack, NULL, "memkit: mk_free(): invalid pointer 0x");
+    CHECK_DIES(free_stack, NULL, "(memkit never returned it)");
+    CHECK_DIES(free_malloced, NULL, "memkit: mk_free(): invalid pointer");
+    CHECK_DIES(free_static, NULL, "memkit never returned it");
+    CHECK_DIES(realloc_foreign, NULL, "memkit: mk_realloc(): invalid pointer");
     CHECK_DIES(usable_size_foreign, NULL,
-               "memkit: pointer memkit never returned");
+               "memkit: mk_usable_size(): invalid pointer");
 }
 
 static void test_death_inside_chunk(void)
 {
     CHECK_DIES(free_inside_small, NULL,
-               "memkit: pointer is not the start of a chunk: pointer 0x");
-    CHECK_DIES(free_inside_small, NULL, "(context \"wrong\")");
+               "memkit: mk_free(): invalid pointer 0x");
+    CHECK_DIES(free_inside_small, NULL,
+               "(not the start of a chunk, context \"wrong\")");
     CHECK_DIES(free_inside_small_by_one, NULL,
-               "pointer is not the start of a chunk");
+               "(not the start of a chunk, context \"wrong\")");
     CHECK_DIES(free_inside_large, NULL,
-               "memkit: pointer inside a chunk, not its start: pointer 0x");
-    CHECK_DIES(free_inside_large, NULL, "(context \"wrong\")");
+               "memkit: mk_free(): invalid pointer 0x");
+    CHECK_DIES(free_inside_large, NULL,
+               "(not the start of a chunk, context \"wrong\")");
     CHECK_DIES(free_inside_huge, NULL,
-               "memkit: pointer inside a chunk, not its start");
-    CHECK_DIES(ctx_of_foreign, NULL, "pointer is not the start of a chunk");
+               "(not the start of a chunk, context \"wrong\")");
+    CHECK_DIES(ctx_of_foreign, NULL, "memkit: mk_ctx_of(): invalid pointer");
     CHECK_DIES(free_released_page, NULL,
-               "memkit: double free or pointer memkit never returned (memory "
-               "memkit holds free)");
+               "memkit: mk_free(): double free of 0x");
+    CHECK_DIES(free_released_page, NULL, "(memory memkit holds free)");
 }
 
 /* The line names the pointer exactly. */
@@ -208,7 +211,8 @@ static void test_handler(void)
     mk_free(local + 8); /* no abort: we are still here */
     CHECK_EQ(handler_calls, 1);
     CHECK_PTR_EQ(handler_arg_seen, &token);
-    CHECK_STR_HAS(last_msg, "memkit: pointer memkit never returned: pointer 0x");
+    CHECK_STR_HAS(last_msg, "memkit: mk_free(): invalid pointer 0x");
+    CHECK_STR_HAS(last_msg, "(memkit never returned it)");
     CHECK(strchr(last_msg, '\n') == NULL); /* one line, no newline */
 
     char *p = mk_alloc(ctx, 100);
@@ -216,8 +220,8 @@ static void test_handler(void)
     th_fill(p, 100, 3);
     mk_free(p + 16);
     CHECK_EQ(handler_calls, 2);
-    CHECK_STR_HAS(last_msg, "pointer is not the start of a chunk");
-    CHECK_STR_HAS(last_msg, "(context \"wrong\")");
+    CHECK_STR_HAS(last_msg, "memkit: mk_free(): invalid pointer 0x");
+    CHECK_STR_HAS(last_msg, "(not the start of a chunk, context \"wrong\")");
     /* the chunk was not freed: still live and intact */
     mk_stats st;
     mk_ctx_stats(ctx, &st, 0);
@@ -243,7 +247,7 @@ static void test_handler(void)
 
     /* NULL restores the default (abort) */
     mk_set_error_handler(NULL, NULL);
-    CHECK_DIES(free_malloced, NULL, "memkit: pointer memkit never returned");
+    CHECK_DIES(free_malloced, NULL, "memkit: mk_free(): invalid pointer");
 }
 
 /* ---- silence ---------------------------------------------------------------- */

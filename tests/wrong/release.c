@@ -4,31 +4,32 @@
  * (MEMKIT_SECURE=1), each report checked to the exact line (issue 8):
  *
  *   every build   a double free of a small chunk at the head of its page's
- *                 free list: "memkit: double free of P (context NAME)", for
+ *                 free list: "memkit: mk_free(): double free of P
+ *                 (context "NAME")", for
  *                 GENERAL classes from 8 bytes to 32 KiB (also when the page
  *                 was full at the first free), the thread's heap, SLAB
  *                 chunks, and pool objects (plain and thread-safe, through
  *                 mk_free, mk_pool_free and the inline mk_pool_put); of a
  *                 large (64 KiB) and a huge (3 MiB) chunk, whose memory
- *                 memkit holds free after the first free: "memkit: double
- *                 free of P (memory memkit holds free)"; mk_realloc of a
- *                 pointer outside memkit's segments: "memkit: realloc():
+ *                 memkit holds free after the first free: "memkit:
+ *                 mk_free(): double free of P (memory memkit holds free)"; mk_realloc of a
+ *                 pointer outside memkit's segments: "memkit: mk_realloc():
  *                 invalid pointer P"; mk_free of a stack pointer, a static
  *                 array, glibc's malloc (outside the span of address space
- *                 memkit's segments cover): "memkit: free(): invalid
+ *                 memkit's segments cover): "memkit: mk_free(): invalid
  *                 pointer P";
  *   secure mode   the same; mk_free of a stack pointer, of a static
  *                 array, of glibc's malloc (this program is linked with
  *                 libmemkit only, so malloc is glibc's), of a huge chunk
- *                 after mk_trim unmapped it: "memkit: free(): invalid
+ *                 after mk_trim unmapped it: "memkit: mk_free(): invalid
  *                 pointer P"; mk_pool_free of a foreign pointer: "memkit:
  *                 mk_pool_free(): invalid pointer P"; a free-list link
  *                 overwritten with 8 bytes (an address an attacker would
  *                 choose, or zero), in the chunk at the head of the list and
  *                 in one further down, for GENERAL classes, SLAB contexts and
  *                 pools (thread-safe too; secure mode gives pools no inline
- *                 front): "memkit: write to freed memory (its free-list link
- *                 was overwritten): pointer P (context "NAME")", before the
+ *                 front): "memkit: write to freed memory at P (its
+ *                 free-list link was overwritten, context "NAME")", before the
  *                 forged address could be handed out.
  * Issue 13, every build: a double free anywhere in a free list (free(a),
  * free(b), free(a) in one page) and one whose first free another thread
@@ -38,13 +39,13 @@
  * realloc of an address that is not the start of a live chunk (an interior
  * pointer of a small, large or huge chunk, a SLAB chunk, a pool object, a
  * GENERATION chunk; a chunk from before a reset; a freed chunk handed to
- * realloc): "memkit: FN(): invalid pointer P (not the start of a chunk of
- * context NAME)" ("(a freed chunk of context NAME)"), or, past a huge
- * chunk's first 4 MiB, "memkit: free(): invalid pointer P".  With a
+ * realloc): "memkit: FN(): invalid pointer P (not the start of a chunk,
+ * context "NAME")" ("(a freed chunk, context "NAME")"), or, past a huge
+ * chunk's first 4 MiB, "memkit: mk_free(): invalid pointer P".  With a
  * handler, nothing is handed out twice.  Secure mode: a write past the
  * end of a chunk into its neighbour, reported when either is freed:
- * "memkit: write past the end of a chunk (into its neighbour): pointer P
- * (context "NAME")" (GENERAL small and large chunks, SLAB, pools,
+ * "memkit: FN(): write past the end of chunk P (into its neighbour,
+ * context "NAME")" (GENERAL small and large chunks, SLAB, pools,
  * GENERATION).
  * With mk_set_error_handler the same errors reach the handler, one line
  * each, and the program goes on: the second free is abandoned (the chunk is
@@ -78,11 +79,14 @@ static const char *const DEFAULT[] = {NULL};
 static const char *const *const MODES[] = {DEFAULT, SECURE, SECURE2};
 #define NMODES (sizeof MODES / sizeof MODES[0])
 
-static const char DOUBLE_FREE[] = "memkit: double free of %p (context %s)";
-static const char HELD_FREE[] = "memkit: double free of %p (memory memkit "
-                                "holds free)";
-static const char BAD_LINK[] = "memkit: write to freed memory (its free-list "
-                               "link was overwritten): pointer %p (context "
+static const char DOUBLE_FREE[] = "memkit: mk_free(): double free of %p "
+                                  "(context \"%s\")";
+static const char DOUBLE_FREE_POOL[] = "memkit: mk_pool_free(): double free "
+                                       "of %p (context \"%s\")";
+static const char HELD_FREE[] = "memkit: mk_free(): double free of %p "
+                                "(memory memkit holds free)";
+static const char BAD_LINK[] = "memkit: write to freed memory at %p (its "
+                               "free-list link was overwritten, context "
                                "\"%s\")";
 
 static void expect2(const char *fmt, const void *p, const char *name)
@@ -210,7 +214,8 @@ static void case_double_free_pool(const char *arg)
     char *keep = must(mk_pool_alloc(pool));
     char *p = must(mk_pool_alloc(pool));
     (void)keep;
-    expect2(DOUBLE_FREE, p, ts ? "rel-pool-ts" : "rel-pool");
+    expect2(strncmp(arg, "free", 4) == 0 ? DOUBLE_FREE : DOUBLE_FREE_POOL, p,
+            ts ? "rel-pool-ts" : "rel-pool");
     for (int i = 0; i < 2; i++) {
         if (strncmp(arg, "pool", 4) == 0)
             mk_pool_free(pool, p);
@@ -247,7 +252,7 @@ static void case_free_foreign(const char *arg)
 {
     char stack[64];
     void *p = launder(foreign(arg, stack));
-    rx_expect_ptr("memkit: free(): invalid pointer %p", p);
+    rx_expect_ptr("memkit: mk_free(): invalid pointer %p (memkit never returned it)", p);
     mk_free(p);
 }
 
@@ -255,7 +260,7 @@ static void case_realloc_foreign(const char *arg)
 {
     char stack[64];
     void *p = launder(foreign(arg, stack));
-    rx_expect_ptr("memkit: realloc(): invalid pointer %p", p);
+    rx_expect_ptr("memkit: mk_realloc(): invalid pointer %p (memkit never returned it)", p);
     void *q = mk_realloc(p, 100);
     printf("realloc returned %p\n", q);
 }
@@ -266,7 +271,7 @@ static void case_pool_free_foreign(const char *arg)
     mk_pool *pool = new_pool(0);
     must(mk_pool_alloc(pool)); /* the pool has a page */
     void *p = launder(foreign(arg, stack));
-    rx_expect_ptr("memkit: mk_pool_free(): invalid pointer %p", p);
+    rx_expect_ptr("memkit: mk_pool_free(): invalid pointer %p (memkit never returned it)", p);
     mk_pool_free(pool, p);
 }
 
@@ -330,9 +335,9 @@ static void case_link(const char *arg)
 /* ---- issue 13: double frees anywhere, interior pointers -------------------- */
 
 static const char INTERIOR[] = "memkit: %s(): invalid pointer %p (not the "
-                               "start of a chunk of context %s)";
+                               "start of a chunk, context \"%s\")";
 static const char FREED_CHUNK[] = "memkit: %s(): invalid pointer %p (a freed "
-                                  "chunk of context %s)";
+                                  "chunk, context \"%s\")";
 
 static void expect3(const char *fmt, const char *fn, const void *p,
                     const char *name)
@@ -378,7 +383,8 @@ static void case_abab(const char *arg)
         char *keep = must(mk_pool_alloc(pool));
         char *a = must(mk_pool_alloc(pool)), *b = must(mk_pool_alloc(pool));
         (void)keep;
-        expect2(DOUBLE_FREE, a, ts ? "rel-pool-ts" : "rel-pool");
+        expect2(strncmp(way, "free", 4) == 0 ? DOUBLE_FREE : DOUBLE_FREE_POOL,
+                a, ts ? "rel-pool-ts" : "rel-pool");
         char *seq[3] = {a, b, a};
         for (int i = 0; i < 3; i++) {
             if (strncmp(way, "pool", 4) == 0)
@@ -450,7 +456,7 @@ static void case_remote(const char *arg)
         name = kind_name(kind);
     }
     /* (a large or huge chunk is marked while it waits: chunk.c) */
-    expect2(DOUBLE_FREE, p, name);
+    expect2(remote_pool ? DOUBLE_FREE_POOL : DOUBLE_FREE, p, name);
     free_in_thread(p);
     if (strcmp(who, "owner") == 0) {
         if (remote_pool)
@@ -485,9 +491,9 @@ static void case_interior(const char *arg)
     char *p = must(mk_alloc(c, n));
     must(mk_alloc(c, n));
     if (n > ((size_t)4 << 20) && off >= ((size_t)4 << 20)) /* past 4 MiB */
-        rx_expect_ptr("memkit: free(): invalid pointer %p", p + off);
+        rx_expect_ptr("memkit: mk_free(): invalid pointer %p (memkit never returned it)", p + off);
     else
-        expect3(INTERIOR, "free", p + off, kind_name(kind));
+        expect3(INTERIOR, "mk_free", p + off, kind_name(kind));
     mk_free(launder(p + off));
 }
 
@@ -505,12 +511,12 @@ static void case_realloc_bad(const char *arg)
     if (strcmp(what, "freed") == 0) {
         mk_free(p);
         if (n > 32768) /* a large chunk's page went back with it */
-            rx_expect_ptr("memkit: realloc(): invalid pointer %p", p);
+            rx_expect_ptr("memkit: mk_realloc(): invalid pointer %p (memkit never returned it)", p);
         else
-            expect3(FREED_CHUNK, "realloc", p, "rel-general");
+            expect3(FREED_CHUNK, "mk_realloc", p, "rel-general");
         mk_realloc(p, n * 2);
     } else {
-        expect3(INTERIOR, "realloc", p + 16, "rel-general");
+        expect3(INTERIOR, "mk_realloc", p + 16, "rel-general");
         mk_realloc(launder(p + 16), n * 2);
     }
 }
@@ -527,7 +533,7 @@ static void case_after_reset(const char *arg)
     must(mk_alloc(c, n));
     char *p = must(mk_alloc(c, n));
     mk_ctx_reset(c);
-    expect3(INTERIOR, "free", p, kind_name(kind));
+    expect3(INTERIOR, "mk_free", p, kind_name(kind));
     mk_free(launder(p));
 }
 
@@ -535,8 +541,8 @@ static void case_after_reset(const char *arg)
  * usable size + 8 + 4 bytes), reported when the chunk itself is freed
  * ("self") or its neighbour is ("next"): arg "KIND:SIZE:WHICH", KIND
  * general, slab, pool, generation. */
-static const char OVERFLOW[] = "memkit: write past the end of a chunk (into "
-                               "its neighbour): pointer %p (context \"%s\")";
+static const char OVERFLOW[] = "memkit: %s(): write past the end of chunk %p "
+                               "(into its neighbour, context \"%s\")";
 
 static void case_overflow(const char *arg)
 {
@@ -569,9 +575,9 @@ static void case_overflow(const char *arg)
     void *victim = strcmp(which, "self") == 0 ? a : b;
     if (victim == b && strcmp(kind, "generation") == 0) /* b's header went:
                                                            b is no chunk */
-        expect3(INTERIOR, "free", b, name);
+        expect3(INTERIOR, pool ? "mk_pool_free" : "mk_free", b, name);
     else
-        expect2(OVERFLOW, a, name);
+        expect3(OVERFLOW, pool ? "mk_pool_free" : "mk_free", a, name);
     if (pool)
         mk_pool_free(pool, victim);
     else
@@ -759,7 +765,7 @@ static void case_handler(const char *arg)
     mk_free(whole + 16);
     {
         char want[512];
-        snprintf(want, sizeof want, INTERIOR, "free", whole + 16, "rel-general");
+        snprintf(want, sizeof want, INTERIOR, "mk_free", whole + 16, "rel-general");
         th_checks++;
         if (nlines != 1 || strcmp(lines[0], want) != 0)
             th_fail(__FILE__, __LINE__, "handler got \"%s\", expected \"%s\"",
@@ -792,7 +798,7 @@ static void case_handler(const char *arg)
     char stack[64];
     char *sp = launder(stack);
     CHECK_NULL(mk_realloc(sp, 100));
-    EXPECT_LINE("memkit: realloc(): invalid pointer %p", sp, NULL);
+    EXPECT_LINE("memkit: mk_realloc(): invalid pointer %p (memkit never returned it)", sp, NULL);
 
     if (secure) {
         char *m = malloc(40);
@@ -800,11 +806,11 @@ static void case_handler(const char *arg)
         void *foreign_ptrs[] = {sp, static_array + 16, m};
         for (int i = 0; i < 3; i++) {
             mk_free(foreign_ptrs[i]);
-            EXPECT_LINE("memkit: free(): invalid pointer %p", foreign_ptrs[i],
-                        NULL);
+            EXPECT_LINE("memkit: mk_free(): invalid pointer %p (memkit never "
+                        "returned it)", foreign_ptrs[i], NULL);
             mk_pool_free(pool, foreign_ptrs[i]);
-            EXPECT_LINE("memkit: mk_pool_free(): invalid pointer %p",
-                        foreign_ptrs[i], NULL);
+            EXPECT_LINE("memkit: mk_pool_free(): invalid pointer %p (memkit "
+                        "never returned it)", foreign_ptrs[i], NULL);
         }
         free(m); /* glibc's, untouched */
 
@@ -1068,6 +1074,45 @@ static void test_handler(void)
     RX_LIVES("handler", "secure", SECURE);
 }
 
+/* The release build's first report is followed by one line on what the
+ * checking build finds; a handler gets the report alone. */
+static void double_free_child(void *arg)
+{
+    (void)arg;
+    mk_ctx *c = new_general();
+    char *p = must(mk_alloc(c, 40));
+    mk_free(p);
+    mk_free(p);
+}
+
+static char handled[512];
+static void keep_line(const char *line, void *arg)
+{
+    (void)arg;
+    snprintf(handled, sizeof handled, "%s", line);
+}
+
+static void test_hint(void)
+{
+    char err[2048];
+    int st = th_run_child(double_free_child, NULL, err, sizeof err);
+    CHECK(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+    const char *nl = strchr(err, '\n');
+    REQUIRE_NOT_NULL(nl);
+    CHECK(strncmp(err, "memkit: mk_free(): double free of ", 34) == 0);
+    CHECK_STR_EQ(nl + 1, RX_HINT); /* right after the report, once */
+    mk_set_error_handler(keep_line, NULL);
+    mk_ctx *c = new_general();
+    char *p = mk_alloc(c, 40);
+    REQUIRE_NOT_NULL(p);
+    mk_free(p);
+    mk_free(p);
+    mk_set_error_handler(NULL, NULL);
+    CHECK(strncmp(handled, "memkit: mk_free(): double free of ", 34) == 0);
+    CHECK(strstr(handled, "release build") == NULL);
+    mk_ctx_delete(c);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 2)
@@ -1088,5 +1133,6 @@ int main(int argc, char **argv)
     RUN(test_overflow_secure);
     RUN(test_correct_program_quiet);
     RUN(test_handler);
+    RUN(test_hint);
     return th_done();
 }
