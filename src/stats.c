@@ -1,89 +1,19 @@
 /*
- * stats.c - seeing memory: per-context figures (alone or as a subtree), the
- * indented tree report, process-wide counters.
- *
- * Figures are computed on demand by walking pages: nothing is counted on the
- * fast paths.  The cost is O(pages) per context, which is what a statistics
- * call may cost and a chunk operation may not.
+ * stats.c - the reports: the indented tree of a context's figures, its
+ * JSON, and the process-wide figures (malloc_stats, MEMKIT_STATS).  It
+ * reads every layer and no layer calls it; the figures of one context are
+ * the context layer's (ctx/tree_stats.c).
  */
-#include "internal.h"
 
-#include "page/sizeclass.h"
+#include "stats.h"
+#include "page/purge.h"
+#include "ctx/general.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static void add(mk_stats *to, const mk_stats *from)
-{
-    to->contexts += from->contexts;
-    to->blocks += from->blocks;
-    to->bytes_reserved += from->bytes_reserved;
-    to->bytes_used += from->bytes_used;
-    to->chunks += from->chunks;
-}
-
-/* The figures of one context.  With @collect, the chunks other threads
- * freed into it are taken in first, so that a chunk counts as freed as soon
- * as mk_free returns, whichever thread called it: one rule for every kind,
- * size and build (instrumented builds check a free when it happens, release
- * builds when the owner takes it in).  Asking for figures is a use of the
- * context (memkit.h's thread rules), which is what makes that safe. */
-static void one(const mk_ctx *ctx, mk_stats *out, int collect)
-{
-    if (collect) /* every list: the context's and (GENERAL) its pages' */
-        mki_kinds[ctx->kind]->collect((mk_ctx *)ctx);
-    memset(out, 0, sizeof *out);
-    out->contexts = 1;
-    mki_kinds[ctx->kind]->stats(ctx, out);
-    if (ctx->fast_kind == MKI_KIND_SLOW)
-        mki_instr_stats(ctx, out);
-}
-
-/* Pre-order successor of @c within the subtree rooted at @root. */
-static const mk_ctx *next_in(const mk_ctx *c, const mk_ctx *root)
-{
-    if (c->first_child)
-        return c->first_child;
-    while (c != root) {
-        if (c->next_sibling)
-            return c->next_sibling;
-        c = c->parent;
-    }
-    return NULL;
-}
-
-/* Should the figures of @c be preceded by a collect (see one())? */
-static int may_collect(const mk_ctx *c, int owned_only)
-{
-    return !owned_only || mki_ctx_owner(c) == mki_tid();
-}
-
-int mki_stats_tree(const mk_ctx *ctx, mk_stats *out, int recurse,
-                   int owned_only)
-{
-    if (!ctx || !out) {
-        errno = EINVAL;
-        return -1;
-    }
-    one(ctx, out, may_collect(ctx, owned_only));
-    if (recurse) {
-        for (const mk_ctx *c = next_in(ctx, ctx); c; c = next_in(c, ctx)) {
-            mk_stats s;
-            one(c, &s, may_collect(c, owned_only));
-            add(out, &s);
-        }
-    }
-    out->bytes_free = out->bytes_reserved - out->bytes_used;
-    return 0;
-}
-
-int mk_ctx_stats(const mk_ctx *ctx, mk_stats *out, int recurse)
-{
-    return mki_stats_tree(ctx, out, recurse, 0);
-}
 
 static void print_line(FILE *out, int depth, const char *name,
                        const char *kind, const mk_stats *s)
@@ -102,8 +32,8 @@ void mk_ctx_stats_print(const mk_ctx *ctx, FILE *out)
     int depth = 0;
     for (const mk_ctx *c = ctx; c;) {
         mk_stats s;
-        one(c, &s, 1);
-        add(&total, &s);
+        mki_ctx_stats_one(c, &s);
+        mki_ctx_stats_add(&total, &s);
         print_line(out, depth, c->name, mki_kinds[c->kind]->name, &s);
         /* pre-order walk keeping the depth */
         if (c->first_child) {
@@ -164,8 +94,8 @@ int mk_ctx_stats_json(const mk_ctx *ctx, FILE *out)
      * array of its children, closed when the walk climbs back */
     for (const mk_ctx *c = ctx; c;) {
         mk_stats st;
-        one(c, &st, 1);
-        add(&total, &st);
+        mki_ctx_stats_one(c, &st);
+        mki_ctx_stats_add(&total, &st);
         fprintf(out, "{\"name\":");
         json_name(out, c->name);
         fprintf(out, ",\"kind\":\"%s\",", mki_kinds[c->kind]->name);
@@ -266,7 +196,6 @@ void mk_process_stats(mk_process_figures *out)
     out->meta_bytes = mki_meta_bytes();
     mki_purge_figures(&out->purged_bytes, &out->purge_passes);
 }
-
 
 /* One "name value" line of the process figures. */
 static void figure(int fd, const char *name, size_t v)

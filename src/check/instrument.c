@@ -6,8 +6,11 @@
  * A context is instrumented when memkit is the checking build
  * (MK_CONFIG_CHECK), an AddressSanitizer build, or runs under Valgrind.
  * Such a context has fast_kind = MKI_KIND_SLOW and its pages fast_tid = 0,
- * so the release fast paths (ctx/chunk.c) hand every call to this file,
- * which wraps the kind's own operation.  The release build pays nothing.
+ * so it takes no fast path, and its `ops` is this file's wrapper table
+ * (mki_instr_ops, at the end), a decorator around the kind's own table:
+ * the dispatcher (ctx/chunk.c) calls it as it would call a kind.  The
+ * kinds call this file's page hooks through mki_ctx_up (bound in bind.c).
+ * The release build pays nothing.
  *
  * Layout of an instrumented chunk (the kind is asked for size + TAIL):
  *
@@ -22,8 +25,9 @@
  * (double free; and the walk behind statistics and reset-time checks).
  * Bits are atomic: a chunk may be freed by any thread.
  */
-#include "../internal.h"
-#include "annotate.h"
+
+#include "check.h"
+#include "../page/purge.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -33,8 +37,7 @@
 #define SENTINEL 0xA5
 #define FREED_FILL 0xDF
 
-int mki_valgrind_on;
-static pthread_once_t annotate_once = PTHREAD_ONCE_INIT;
+static pthread_once_t anchor_once = PTHREAD_ONCE_INIT;
 
 #if MKI_VALGRIND
 /* Memcheck searches mempool chunks for leaks only when some malloc block is
@@ -45,12 +48,9 @@ static pthread_once_t annotate_once = PTHREAD_ONCE_INIT;
 static void *volatile valgrind_anchor; /* volatile: never optimised out */
 #endif
 
-static void annotate_init_once(void)
+static void anchor_once_fn(void)
 {
 #if MKI_VALGRIND
-    mki_options_init();
-    mki_valgrind_on =
-        RUNNING_ON_VALGRIND && mki_option(MKI_OPT_VALGRIND) ? 1 : 0;
     if (mki_valgrind_on) {
         void *p = mki_os_reserve(MKI_OS_PAGE, MKI_OS_PAGE);
         if (p && mki_os_commit(p, MKI_OS_PAGE) == 0) {
@@ -61,17 +61,16 @@ static void annotate_init_once(void)
 #endif
 }
 
-void mki_annotate_init(void) { pthread_once(&annotate_once, annotate_init_once); }
-
 int mki_instr_active(void)
 {
     mki_annotate_init();
+    pthread_once(&anchor_once, anchor_once_fn);
     return MK_CONFIG_CHECK || MKI_ASAN || mki_valgrind_on;
 }
 
 /* ---- contexts ------------------------------------------------------------- */
 
-void mki_instr_ctx_new(mk_ctx *ctx)
+static void mki_instr_ctx_new(mk_ctx *ctx)
 {
 #if MKI_VALGRIND
     if (mki_valgrind_on)
@@ -82,10 +81,7 @@ void mki_instr_ctx_new(mk_ctx *ctx)
 
 /* ---- the live bitmap of small pages --------------------------------------- */
 
-static size_t live_bytes(const mki_page *pg)
-{
-    return ((size_t)pg->capacity + 63) / 64 * 8;
-}
+static size_t live_bytes(const mki_page *pg) { return mki_page_live_bytes(pg); }
 
 static size_t chunk_index(const mki_page *pg, const void *p)
 {
@@ -130,14 +126,6 @@ void mki_instr_page_reset(mki_page *pg)
     mki_mem_noaccess(pg->start, area);
 }
 
-void mki_instr_page_release(mki_page *pg)
-{
-    if (pg->live) {
-        mki_meta_free((void *)pg->live, live_bytes(pg));
-        pg->live = NULL;
-    }
-}
-
 /* ---- the tail ------------------------------------------------------------- */
 
 /* Read the requested size from the tail of chunk @p and verify the
@@ -166,13 +154,13 @@ static int tail_ok(const char *p, size_t usable, size_t *req)
     return ok;
 }
 
-static size_t kind_usable(mki_page *pg, const void *p)
+static size_t kind_usable(const mki_page *pg, const void *p)
 {
     return mki_kinds[pg->ctx->kind]->usable_size(pg, p);
 }
 
 /* The size the program asked for (its usable size while instrumented). */
-size_t mki_instr_usable(mki_page *pg, const void *p)
+static size_t mki_instr_usable(const mki_page *pg, const void *p)
 {
     size_t req = 0;
     return tail_ok(p, kind_usable(pg, p), &req) ? req : 0;
@@ -189,7 +177,7 @@ static int is_live(mki_page *pg, const void *p)
 
 /* ---- allocation and free -------------------------------------------------- */
 
-void *mki_instr_alloc(mk_ctx *ctx, size_t size, size_t align)
+static void *mki_instr_alloc(mk_ctx *ctx, size_t size, size_t align)
 {
     const mki_kind_ops *ops = mki_kinds[ctx->kind];
     if (size > MKI_SIZE_MAX) {
@@ -216,7 +204,7 @@ void *mki_instr_alloc(mk_ctx *ctx, size_t size, size_t align)
         /* a reused chunk still holds the fill, but for its link word */
         for (size_t i = sizeof(void *); MK_CONFIG_CHECK && i < usable; i++)
             if ((unsigned char)p[i] != FREED_FILL) {
-                mki_error_report("write to freed memory", p, ctx);
+                mki_error_report("write to freed memory", p, mki_ctx_name(ctx));
                 break;
             }
         live_flip(pg, p, 1);
@@ -237,7 +225,7 @@ void *mki_instr_alloc(mk_ctx *ctx, size_t size, size_t align)
     return p;
 }
 
-void mki_instr_free(mki_page *pg, void *p)
+static void mki_instr_free(mki_page *pg, void *p)
 {
     mk_ctx *ctx = pg->ctx;
     const mki_kind_ops *ops = mki_kinds[ctx->kind];
@@ -245,7 +233,7 @@ void mki_instr_free(mki_page *pg, void *p)
         if (MK_CONFIG_CHECK)
             mki_error_report("mk_free of a chunk of a BUMP context (its "
                              "memory returns on reset or delete)",
-                             p, ctx);
+                             p, mki_ctx_name(ctx));
         return;
     }
     size_t usable = kind_usable(pg, p), req;
@@ -254,15 +242,15 @@ void mki_instr_free(mki_page *pg, void *p)
         if (live <= 0) {
             mki_error_report(live < 0 ? "pointer is not the start of a chunk"
                                       : "double free",
-                             p, ctx);
+                             p, mki_ctx_name(ctx));
             return;
         }
         if (!tail_ok(p, usable, &req)) {
-            mki_error_report("write past the requested size", p, ctx);
+            mki_error_report("write past the requested size", p, mki_ctx_name(ctx));
             return;
         }
         if (pg->live && !live_flip(pg, p, 0)) {
-            mki_error_report("double free", p, ctx); /* lost a race */
+            mki_error_report("double free", p, mki_ctx_name(ctx)); /* lost a race */
             return;
         }
         if (MK_CONFIG_CHECK &&
@@ -286,13 +274,13 @@ void mki_instr_free(mki_page *pg, void *p)
     }
 }
 
-void *mki_instr_realloc(mki_page *pg, void *p, size_t size)
+static void *mki_instr_realloc(mki_page *pg, void *p, size_t size)
 {
     mk_ctx *ctx = pg->ctx;
     if (mki_kinds[ctx->kind]->no_free) {
         if (MK_CONFIG_CHECK)
             mki_error_report("mk_realloc of a chunk of a BUMP context", p,
-                             ctx);
+                             mki_ctx_name(ctx));
         errno = ENOTSUP;
         return NULL;
     }
@@ -301,11 +289,11 @@ void *mki_instr_realloc(mki_page *pg, void *p, size_t size)
         mki_error_report(is_live(pg, p) < 0
                              ? "pointer is not the start of a chunk"
                              : "realloc of a freed chunk",
-                         p, ctx);
+                         p, mki_ctx_name(ctx));
         return NULL;
     }
     if (!tail_ok(p, usable, &old)) {
-        mki_error_report("write past the requested size", p, ctx);
+        mki_error_report("write past the requested size", p, mki_ctx_name(ctx));
         return NULL;
     }
     void *q = mki_instr_alloc(ctx, size, 0);
@@ -325,13 +313,13 @@ static void verify_chunk(mki_page *pg, void *p, void *arg)
     if (!tail_ok(p, kind_usable(pg, p), &req))
         mki_error_report("write past the requested size (found at reset "
                          "or delete)",
-                         p, pg->ctx);
+                         p, mki_ctx_name(pg->ctx));
 }
 
 /* Call @fn on every live chunk of a page that has a live bitmap, or on the
  * one chunk of a large or huge page. */
-void mki_instr_page_each_live(mki_page *pg,
-                              void (*fn)(mki_page *, void *, void *), void *arg)
+static void mki_instr_page_each_live(mki_page *pg,
+                                     void (*fn)(mki_page *, void *, void *), void *arg)
 {
     if (pg->kind == MKI_PAGE_LARGE || pg->kind == MKI_PAGE_HUGE) {
         fn(pg, pg->start, arg);
@@ -358,7 +346,7 @@ static void add_requested(mki_page *pg, void *p, void *arg)
 
 /* Statistics of an instrumented context count requested bytes, as
  * mk_usable_size does; returns 0 if the kind cannot list its chunks. */
-int mki_instr_stats(const mk_ctx *ctx, mk_stats *out)
+static int mki_instr_stats(const mk_ctx *ctx, mk_stats *out)
 {
     const mki_kind_ops *ops = mki_kinds[ctx->kind];
     if (!ops->each_live)
@@ -377,7 +365,7 @@ void mki_instr_walk_page(mki_page *pg, void *walk)
 }
 
 /* Before a reset (@deleting 0) or a delete of an instrumented context. */
-void mki_instr_reset(mk_ctx *ctx, int deleting)
+static void mki_instr_reset(mk_ctx *ctx, int deleting)
 {
     if (MK_CONFIG_CHECK && mki_kinds[ctx->kind]->each_live)
         mki_kinds[ctx->kind]->each_live(ctx, verify_chunk, NULL);
@@ -390,3 +378,87 @@ void mki_instr_reset(mk_ctx *ctx, int deleting)
 #endif
     (void)deleting;
 }
+
+/* ---- the wrapper table ---------------------------------------------------- */
+
+static const mki_kind_ops *kind(const mk_ctx *ctx) { return mki_kinds[ctx->kind]; }
+
+static int w_init(mk_ctx *ctx, const mk_ctx_opts *opts)
+{
+    if (kind(ctx)->init(ctx, opts) != 0)
+        return -1;
+    mki_instr_ctx_new(ctx);
+    return 0;
+}
+
+static void w_destroy(mk_ctx *ctx)
+{
+    mki_ctx_collect(ctx); /* chunks freed elsewhere are not live */
+    mki_instr_reset(ctx, 1);
+    kind(ctx)->destroy(ctx);
+}
+
+static void *w_alloc(mk_ctx *ctx, size_t size) { return mki_instr_alloc(ctx, size, 0); }
+
+static void *w_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
+{
+    return mki_instr_alloc(ctx, size, align);
+}
+
+static void w_free(mki_page *pg, void *p) { kind(pg->ctx)->free(pg, p); }
+static void w_collect(mk_ctx *ctx) { kind(ctx)->collect(ctx); }
+
+static void w_reset(mk_ctx *ctx, int keep_one)
+{
+    mki_ctx_collect(ctx); /* chunks freed elsewhere are not live */
+    mki_instr_reset(ctx, 0);
+    kind(ctx)->reset(ctx, keep_one);
+}
+
+static void w_stats(const mk_ctx *ctx, mk_stats *out)
+{
+    kind(ctx)->stats(ctx, out);
+    mki_instr_stats(ctx, out); /* requested bytes, where it can list them */
+}
+
+static void w_set_owner(mk_ctx *ctx, uintptr_t tid) { kind(ctx)->set_owner(ctx, tid); }
+
+static size_t w_trim(mk_ctx *ctx)
+{
+    return kind(ctx)->trim ? kind(ctx)->trim(ctx) : 0;
+}
+
+static int w_is_live(const mki_page *pg, const void *p)
+{
+    const mki_kind_ops *k = kind(pg->ctx);
+    return k->is_live ? k->is_live(pg, p) : 1;
+}
+
+static void w_each_live(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
+                        void *arg)
+{
+    if (kind(ctx)->each_live)
+        kind(ctx)->each_live(ctx, fn, arg);
+}
+
+/* The same table for every kind: each entry calls the kind's own
+ * (mki_kinds[ctx->kind]) around its checks.  ctx_size and no_free are
+ * the kind's (context.c reads them from the kind's table). */
+const mki_kind_ops mki_instr_ops = {
+    .name = "instrumented",
+    .init = w_init,
+    .destroy = w_destroy,
+    .alloc = w_alloc,
+    .alloc_aligned = w_alloc_aligned,
+    .free = w_free,
+    .collect = w_collect,
+    .realloc = mki_instr_realloc,
+    .usable_size = mki_instr_usable,
+    .reset = w_reset,
+    .stats = w_stats,
+    .set_owner = w_set_owner,
+    .trim = w_trim,
+    .is_live = w_is_live,
+    .each_live = w_each_live,
+    .free_any = mki_instr_free,
+};

@@ -18,7 +18,9 @@
  * ASan, Valgrind) put a 16-byte header {size, 0} before each chunk so that
  * reset and delete can find every chunk's sentinel.
  */
-#include "../internal.h"
+
+#include "bump.h"
+#include "../check/check.h"
 
 #include <errno.h>
 #include <string.h>
@@ -50,10 +52,8 @@ static mki_page *block_alloc(mki_bump *b, size_t bytes)
         return NULL;
     pg->end = pg->start + bytes;
     pg->kind = MKI_PAGE_BLOCK;
-    pg->ctx = &b->base;
     pg->extend = pg->start;
-    if (instrumented(b))
-        mki_instr_page_new(pg); /* no bitmap for blocks: cannot fail */
+    (void)mki_ctx_claim_page(&b->base, pg); /* no bitmap for blocks: cannot fail */
     return pg;
 }
 
@@ -102,7 +102,7 @@ static void *alloc_slow(mki_bump *b, size_t n, size_t align)
     size_t need = n + (instrumented(b) ? 2 * IHDR : 0) +
                   (align > 16 ? align - 16 : 0);
     if (need > MAX_BLOCK / 4 || align > MKI_PAGE_MAX) {
-        mki_page *pg = mki_segment_chunk_alloc(&b->base, n, align);
+        mki_page *pg = mki_ctx_chunk_page(&b->base, n, align);
         if (!pg)
             return NULL;
         mki_page_list_push(&b->large, pg);
@@ -239,8 +239,7 @@ static void bump_reset(mk_ctx *ctx, int keep_one)
         keep->extend = keep->start;
         b->ptr = keep->start;
         b->end = keep->end;
-        if (instrumented(b))
-            mki_instr_page_reset(keep);
+        mki_ctx_page_reset(&b->base, keep);
     }
 }
 

@@ -38,11 +38,16 @@
  * the header's state word, then drops the block's count.
  * No atomic operation, lock or call on any of these paths.  Errors, refills,
  * new pages, large chunks, other threads' frees, the other kinds and
- * instrumented contexts (check/instrument.c) are `noinline` helpers.
+ * instrumented contexts are `noinline` helpers.  An instrumented context
+ * takes no fast path (MKI_KIND_SLOW) and its slow paths call through its
+ * `ops`, the checking layer's wrapper, which this file does not name.
  */
-#include "../check/annotate.h"
+
 #include "general.h"
 #include "generation.h"
+#include "slab.h"
+#include "bump.h"
+#include "../page/purge.h"
 
 #include <errno.h>
 #include <string.h>
@@ -56,13 +61,11 @@ static MKI_NOINLINE void *alloc_generic(mk_ctx *ctx, size_t size)
         return mki_general_alloc_slow((mki_general *)ctx, size);
     if (ctx->fast_kind == MKI_KIND_SECURE && ctx->kind == MK_GENERAL)
         return mki_general_alloc_secure((mki_general *)ctx, size);
-    if (ctx->fast_kind == MKI_KIND_SLOW)
-        return mki_instr_alloc(ctx, size, 0);
     if (size > MKI_SIZE_MAX) {
         errno = ENOMEM;
         return NULL;
     }
-    return mki_kinds[ctx->kind]->alloc(ctx, size);
+    return ctx->ops->alloc(ctx, size);
 }
 
 void *mk_alloc(mk_ctx *ctx, size_t size)
@@ -128,9 +131,7 @@ void *mk_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
         return NULL;
     }
     mki_purge_safe_point();
-    if (ctx->fast_kind == MKI_KIND_SLOW)
-        return mki_instr_alloc(ctx, size, align);
-    return mki_kinds[ctx->kind]->alloc_aligned(ctx, size, align);
+    return ctx->ops->alloc_aligned(ctx, size, align);
 }
 
 void *mk_alloc_array(mk_ctx *ctx, size_t n, size_t size)
@@ -204,9 +205,9 @@ static int chunk_valid(mki_page *pg, const void *p, const char *fn)
     if (MKI_LIKELY(state == 1))
         return 1;
     if (state == 0 && is_free)
-        mki_error_double_free(p, ctx);
+        mki_error_double_free(p, mki_ctx_name(ctx));
     else
-        mki_error_invalid_in(fn, p, ctx, state == 0);
+        mki_error_invalid_in(fn, p, mki_ctx_name(ctx), state == 0);
     return 0;
 }
 
@@ -222,7 +223,7 @@ int mki_chunk_guard_ok(mki_page *pg, const void *p)
     if (MKI_LIKELY(!broken))
         return 1;
     mki_error_report("write past the end of a chunk (into its neighbour)",
-                     broken, pg->ctx);
+                     broken, mki_ctx_name(pg->ctx));
     return 0;
 }
 
@@ -236,14 +237,6 @@ MKI_NOINLINE void mki_chunk_free_checked(void *p)
         return;
     }
     mki_chunk_free_slow(pg, p);
-}
-
-void *mki_page_bad_link(mki_page *pg, void *chunk)
-{
-    mki_error_report("write to freed memory (its free-list link was "
-                     "overwritten)",
-                     chunk, pg->ctx);
-    return NULL; /* if a handler returned: the rest of the list is lost */
 }
 
 MKI_COLD void mki_chunk_free_bad(mki_page *pg, void *p)
@@ -268,9 +261,9 @@ static MKI_NOINLINE void free_slow(mki_page *pg, void *p)
         return;
     }
     mk_ctx *ctx = pg->ctx;
-    const mki_kind_ops *ops = mki_kinds[ctx->kind];
-    if (ctx->fast_kind == MKI_KIND_SLOW) {
-        mki_instr_free(pg, p);
+    const mki_kind_ops *ops = ctx->ops;
+    if (ops->free_any) { /* a decorator's: the whole free is its own */
+        ops->free_any(pg, p);
         return;
     }
     if (!chunk_valid(pg, p, "free"))
@@ -291,7 +284,7 @@ static MKI_NOINLINE void free_slow(mki_page *pg, void *p)
          * free, however close, finds the mark */
         if ((pg->kind == MKI_PAGE_LARGE || pg->kind == MKI_PAGE_HUGE) &&
             atomic_exchange_explicit(&pg->xfree, 1, memory_order_relaxed)) {
-            mki_error_double_free(p, ctx);
+            mki_error_double_free(p, mki_ctx_name(ctx));
             return;
         }
         if (ctx->kind == MK_GENERAL && pg->kind == MKI_PAGE_SMALL)
@@ -315,9 +308,9 @@ void mk_free(void *p)
         if (!p)
             return;
         /* validate before touching anything the pointer leads to */
-        mki_page *pg = mki_check_pointer(p);
+        mki_page *pg = mki_page_validate(p);
         if (pg)
-            mki_instr_free(pg, p);
+            free_slow(pg, p);
         return;
     }
     mki_chunk_free(p);
@@ -331,7 +324,7 @@ void mk_free(void *p)
 static mki_page *page_for(const void *p, const char *fn)
 {
     if (MK_CONFIG_CHECK)
-        return mki_check_pointer(p);
+        return mki_page_validate(p);
     mki_page *pg = mki_segment_find(p);
     if (MKI_UNLIKELY(!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)) {
         mki_error_invalid(fn, p);
@@ -345,7 +338,7 @@ static mki_page *page_for(const void *p, const char *fn)
 void *mk_realloc(void *p, size_t size)
 {
     if (!p) {
-        mk_ctx *cur = mk_ctx_current();
+        mk_ctx *cur = mki_ctx_up.current();
         return cur ? mk_alloc(cur, size) : NULL;
     }
     mki_page *pg = page_for(p, "realloc");
@@ -355,13 +348,12 @@ void *mk_realloc(void *p, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    if (pg->ctx->fast_kind == MKI_KIND_SLOW)
-        return mki_instr_realloc(pg, p, size);
-    if (mki_kinds[pg->ctx->kind]->no_free) {
+    const mki_kind_ops *ops = pg->ctx->ops;
+    if (ops->no_free) {
         errno = ENOTSUP;
         return NULL;
     }
-    return mki_kinds[pg->ctx->kind]->realloc(pg, p, size);
+    return ops->realloc(pg, p, size);
 }
 
 size_t mk_usable_size(const void *p)
@@ -371,9 +363,7 @@ size_t mk_usable_size(const void *p)
     mki_page *pg = page_for(p, "malloc_usable_size");
     if (!pg)
         return 0;
-    if (pg->ctx->fast_kind == MKI_KIND_SLOW)
-        return mki_instr_usable(pg, p);
-    return mki_kinds[pg->ctx->kind]->usable_size(pg, p);
+    return pg->ctx->ops->usable_size(pg, p);
 }
 
 mk_ctx *mk_ctx_of(const void *p)

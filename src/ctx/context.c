@@ -3,9 +3,12 @@
  * (The per-thread current context and thread heaps are heap/heap.c's.)
  *
  * Every context, whatever its kind, starts with the shared `mk_ctx` header
- * (types.h): parent, first child, siblings, callbacks, owner thread.  The
+ * (ctx.h): parent, first child, siblings, callbacks, owner thread.  The
  * kind's behaviour lives behind the method table `mki_kinds`, indexed by
- * mk_kind, so adding a kind is one file plus one line here.
+ * mk_kind, so adding a kind is one file plus one line here.  A context
+ * calls through its `ops`: its kind's table, or for an instrumented one
+ * the checking layer's wrapper (mki_ctx_up.wrapper), which this file does
+ * not know beyond that pointer.
  *
  * Deletion is depth first and iterative (no recursion, so a deep tree cannot
  * overflow the stack): descendants go before their parents, and each
@@ -14,7 +17,8 @@
  * Context structs are bookkeeping (page/meta.c), not chunks of another
  * context: deleting a parent never frees memory a child still describes.
  */
-#include "../internal.h"
+
+#include "ctx.h"
 
 #include <errno.h>
 
@@ -64,7 +68,7 @@ mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
         errno = ENOMEM;
         return NULL;
     }
-    int instrumented = mki_instr_active();
+    int instrumented = mki_ctx_up.instrumented();
     c->kind = (uint8_t)kind;
     c->fast_kind = instrumented ? MKI_KIND_SLOW
                    : mki_secure ? MKI_KIND_SECURE
@@ -76,12 +80,11 @@ mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
                   : mki_secure ? mki_tid() | MKI_TID_SECURE
                                : mki_tid();
     atomic_init(&c->remote, NULL);
-    if (ops->init(c, opts) != 0) {
+    c->ops = instrumented ? mki_ctx_up.wrapper : ops;
+    if (c->ops->init(c, opts) != 0) {
         mki_meta_free(c, ops->ctx_size);
         return NULL;
     }
-    if (instrumented)
-        mki_instr_ctx_new(c);
     if (parent)
         link_child(parent, c);
     return c;
@@ -110,19 +113,14 @@ static void delete_leaf(mk_ctx *c)
     run_callbacks(c, 1);
     if ((c->flags & MK_CTX_REPORT_LEAKS) && !mki_kinds[c->kind]->no_free) {
         mk_stats st;
-        mki_kinds[c->kind]->collect(c);
-        mk_ctx_stats(c, &st, 0);
+        mki_ctx_stats_one(c, &st); /* (other threads' frees taken in) */
         if (st.chunks)
             mki_error_leak("context", c->name, "chunks", st.chunks,
                            st.bytes_used);
     }
-    if (c->fast_kind == MKI_KIND_SLOW) {
-        mki_ctx_collect(c); /* chunks freed elsewhere are not live */
-        mki_instr_reset(c, 1);
-    }
-    mki_kinds[c->kind]->destroy(c);
+    c->ops->destroy(c);
     unlink_child(c);
-    mki_heap_ctx_deleted(c); /* the calling thread's current or heap */
+    mki_ctx_up.deleted(c); /* the calling thread's current or heap */
     mki_meta_free(c, mki_kinds[c->kind]->ctx_size);
 }
 
@@ -147,11 +145,7 @@ void mk_ctx_reset(mk_ctx *ctx)
         delete_descendants(ctx);
     if (ctx->callbacks)
         run_callbacks(ctx, 0);
-    if (ctx->fast_kind == MKI_KIND_SLOW) {
-        mki_ctx_collect(ctx); /* chunks freed elsewhere are not live */
-        mki_instr_reset(ctx, 0);
-    }
-    mki_kinds[ctx->kind]->reset(ctx, !(ctx->flags & MK_CTX_RELEASE_ON_RESET));
+    ctx->ops->reset(ctx, !(ctx->flags & MK_CTX_RELEASE_ON_RESET));
 }
 
 size_t mk_ctx_trim(mk_ctx *ctx)
@@ -161,7 +155,7 @@ size_t mk_ctx_trim(mk_ctx *ctx)
         return 0;
     /* pre-order over the tree */
     for (mk_ctx *c = ctx; c;) {
-        const mki_kind_ops *ops = mki_kinds[c->kind];
+        const mki_kind_ops *ops = c->ops;
         ops->collect(c);
         if (ops->trim)
             bytes += ops->trim(c);
@@ -222,9 +216,18 @@ void mki_ctx_set_owner_tid(mk_ctx *ctx, uintptr_t tid)
     atomic_store_explicit(&ctx->owner_tid, tid, memory_order_relaxed);
     if (ctx->fast_kind < MKI_KIND_SECURE) /* a kind's own fast paths */
         ctx->fast_tid = tid;
-    else if (ctx->fast_kind == MKI_KIND_SECURE) /* (types.h) */
+    else if (ctx->fast_kind == MKI_KIND_SECURE) /* (ctx.h) */
         ctx->fast_tid = tid ? tid | MKI_TID_SECURE : 0;
-    mki_kinds[ctx->kind]->set_owner(ctx, ctx->fast_tid);
+    ctx->ops->set_owner(ctx, ctx->fast_tid);
 }
 
 void mk_ctx_set_owner(mk_ctx *ctx) { mki_ctx_set_owner_tid(ctx, mki_tid()); }
+
+mki_page *mki_ctx_chunk_page(mk_ctx *ctx, size_t size, size_t align)
+{
+    mki_page *pg = mki_segment_chunk_alloc(ctx, size, align);
+    if (pg)
+        (void)mki_ctx_claim_page(ctx, pg); /* no bitmap for one chunk:
+                                              cannot fail */
+    return pg;
+}

@@ -31,7 +31,10 @@
  * chunks, and cost more for a context that holds one chunk of each of many
  * sizes.
  */
+
 #include "general.h"
+#include "../check/check.h"
+#include "../page/purge.h"
 
 #include <errno.h>
 #include <string.h>
@@ -163,7 +166,7 @@ static int retire_full(mki_general *g, mki_page **slot, mki_page *pg)
                                                  memory_order_relaxed))
         return 0;
     mki_page *next = pg->next, *tail = pg->prev;
-    pg->flags = MKI_PF_FULL;
+    pg->flags = (uint8_t)((pg->flags & MKI_PF_RELEASE) | MKI_PF_FULL);
     pg->used--; /* unpin: all chunks are live, so used > 0 */
     mki_page_set_tid(pg, 0);
     mki_page_list_push(&g->full, pg);
@@ -297,9 +300,8 @@ static mki_page *page_new(mki_general *g, unsigned c, uint32_t after)
     pg->extend = pg->start;
     pg->end = pg->start + (size_t)pg->capacity * sz;
     mki_page_pos_init(pg);
-    pg->ctx = &g->base;
     mki_page_set_tid(pg, g->base.fast_tid);
-    if (g->base.fast_kind == MKI_KIND_SLOW && mki_instr_page_new(pg) != 0) {
+    if (mki_ctx_claim_page(&g->base, pg) != 0) {
         mki_segment_page_release(pg);
         return NULL;
     }
@@ -376,7 +378,7 @@ void *mki_general_refill(mki_general *g, mki_page *pg, size_t size)
 static void *large_alloc(mki_general *g, size_t size, size_t align)
 {
     mki_ctx_collect(&g->base); /* large chunks freed elsewhere go back */
-    mki_page *pg = mki_segment_chunk_alloc(&g->base, size, align);
+    mki_page *pg = mki_ctx_chunk_page(&g->base, size, align);
     if (!pg)
         return NULL;
     mki_page_list_push(&g->large, pg);
@@ -704,13 +706,12 @@ static void general_reset(mk_ctx *ctx, int keep_one)
     g->full = g->large = g->spare = NULL;
     g->page_bytes = 0;
     if (keep) {
-        keep->flags = 0;
+        keep->flags &= MKI_PF_RELEASE;
         rewind_page(keep);
         mki_page_set_tid(keep, ctx->fast_tid);
         make_current(g, slot_of(g, keep->cls), keep);
         g->page_bytes = keep->size;
-        if (ctx->fast_kind == MKI_KIND_SLOW)
-            mki_instr_page_reset(keep);
+        mki_ctx_page_reset(ctx, keep);
     }
 }
 
@@ -795,7 +796,7 @@ static void general_each_live(mk_ctx *ctx,
                               void (*fn)(mki_page *, void *, void *), void *arg)
 {
     mki_live_walk w = {fn, arg};
-    each_page(gen(ctx), mki_instr_walk_page, &w);
+    each_page(gen(ctx), mki_ctx_up.walk_page, &w);
 }
 
 static int general_init(mk_ctx *ctx, const mk_ctx_opts *opts)

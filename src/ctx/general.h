@@ -19,10 +19,38 @@
 #ifndef MKI_GENERAL_H
 #define MKI_GENERAL_H
 
-#include "../internal.h"
-#include "../page/sizeclass.h"
+#include "ctx.h"
 
 #pragma GCC visibility push(hidden)
+
+/* GENERAL: per-class page lists, large/huge chunk list, full pages. */
+typedef struct mki_general {
+    mk_ctx base;
+    mki_page *cls[MKI_NCLASS_DIRECT]; /* current page per class (or empty) */
+    mki_page **cls_hi;   /* classes > 1 KiB: a table allocated on first
+                            use; until then mki_general_hi_empty */
+    uint64_t classes;    /* bit c: class c's list is not empty */
+    mki_page *full;      /* pages with no free chunk */
+    mki_page *large;     /* large and huge chunks */
+    mki_page *spare;     /* one empty page kept for the next page needed */
+    size_t page_bytes;   /* bytes of small pages held (sizes next pages) */
+} mki_general;
+
+void *mki_general_alloc_slow(mki_general *g, size_t size);
+void *mki_general_refill(mki_general *g, mki_page *pg, size_t size);
+/* mk_free's fast path left a non-current page of a GENERAL context empty
+ * (only GENERAL pages take that path). */
+void mki_general_page_empty(mki_page *pg);
+void mki_general_collect(mk_ctx *ctx);
+/* Secure mode (base/base.h): malloc's allocation from GENERAL context @g,
+ * which the calling thread owns, without the inline paths (which read raw
+ * links): a chunk of @size bytes and a guard word, 16-aligned. */
+void *mki_general_alloc_secure(mki_general *g, size_t size);
+/* Bytes of small pages per size class, process-wide (relaxed). */
+extern _Atomic size_t mki_general_class_bytes[MKI_NCLASS];
+/* A chunk of a GENERAL small page freed by a thread that does not own the
+ * context (any thread; no lock). */
+void mki_general_free_remote(mki_page *pg, void *p);
 
 #define MKI_NCLASS_HI (MKI_NCLASS - MKI_NCLASS_DIRECT)
 
@@ -102,7 +130,7 @@ MKI_INLINE void mki_chunk_free(void *p)
 
 /* Secure mode's free where nothing is wrong (the common case, first, on
  * the free slow path, chunk.c): chunk @p of small page @pg that the
- * calling thread's fast path may push to (the tagged identity, types.h: a
+ * calling thread's fast path may push to (the tagged identity, ctx.h: a
  * page of a secure GENERAL context it owns, not full), the start of a live
  * chunk, guard words intact: freed with its link encoded, 1.  Else 0 and
  * nothing done: the caller's path validates and reports. */

@@ -23,7 +23,9 @@
  * header.  Every page of this kind has fast_tid 0: frees always reach
  * gen_free.
  */
+
 #include "generation.h"
+#include "../check/check.h"
 
 #include <errno.h>
 
@@ -73,10 +75,9 @@ static mki_page *block_new(mki_gen *g, size_t need)
     if (!pg)
         return NULL;
     pg->kind = MKI_PAGE_BLOCK;
-    pg->ctx = &g->base;
     pg->end = pg->start + bytes;
     block_rewind(pg);
-    if (g->base.fast_kind == MKI_KIND_SLOW && mki_instr_page_new(pg) != 0) {
+    if (mki_ctx_claim_page(&g->base, pg) != 0) {
         mki_segment_page_release(pg);
         return NULL;
     }
@@ -98,7 +99,7 @@ static size_t large_guard(const mki_gen *g)
 static void *large_alloc(mki_gen *g, size_t size, size_t align)
 {
     mki_ctx_collect(&g->base);
-    mki_page *pg = mki_segment_chunk_alloc(&g->base, size + large_guard(g), align);
+    mki_page *pg = mki_ctx_chunk_page(&g->base, size + large_guard(g), align);
     if (!pg)
         return NULL;
     if (large_guard(g) && pg->kind == MKI_PAGE_LARGE)
@@ -171,8 +172,7 @@ void mki_gen_block_empty(mki_page *pg)
     mki_gen *g = gen(pg->ctx);
     if (pg == g->cur) { /* rewind the block being filled */
         block_rewind(pg);
-        if (g->base.fast_kind == MKI_KIND_SLOW)
-            mki_instr_page_reset(pg);
+        mki_ctx_page_reset(&g->base, pg);
     } else {
         mki_page_list_remove(&g->blocks, pg);
         mki_segment_page_release(pg);
@@ -270,8 +270,7 @@ static void gen_reset(mk_ctx *ctx, int keep_one)
         keep->next = keep->prev = NULL;
         g->blocks = keep;
         block_rewind(keep);
-        if (ctx->fast_kind == MKI_KIND_SLOW)
-            mki_instr_page_reset(keep);
+        mki_ctx_page_reset(ctx, keep);
     }
 }
 

@@ -9,11 +9,22 @@
 #ifndef MKI_GENERATION_H
 #define MKI_GENERATION_H
 
-#include "../internal.h"
+#include "ctx.h"
 
 #include <string.h>
 
 #pragma GCC visibility push(hidden)
+
+/* GENERATION: chunks bumped into blocks, a block goes when its last dies. */
+typedef struct mki_gen {
+    mk_ctx base;
+    mki_page *cur;        /* block being filled, or &mki_page_empty */
+    mki_page *blocks;     /* every block, `cur` included */
+    mki_page *large;      /* chunks in a page of their own */
+    size_t block_size;    /* size of the next block */
+    size_t block_max;
+} mki_gen;
+
 
 #define MKI_GEN_HDR 8u
 

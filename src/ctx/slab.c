@@ -35,7 +35,9 @@
  * bookkeeping lives here); frees from other threads go to the context's
  * remote list like every kind's, collected when the slab needs a new page.
  */
+
 #include "slab.h"
+#include "../check/check.h"
 
 #include <errno.h>
 #include <string.h>
@@ -206,8 +208,7 @@ static int page_new(mki_slab *s)
     pg->extend = pg->start;
     pg->end = pg->start + (size_t)cap * s->slot;
     mki_page_pos_init(pg);
-    pg->ctx = &s->base;
-    if (s->base.fast_kind == MKI_KIND_SLOW && mki_instr_page_new(pg) != 0) {
+    if (mki_ctx_claim_page(&s->base, pg) != 0) {
         mki_segment_page_release(pg);
         return -1;
     }
@@ -235,7 +236,7 @@ static int refill(mki_slab *s)
 }
 
 /* Allocation off the inline path: a never-used chunk of the current page,
- * a refill, and instrumented contexts (link words through annotate.h). */
+ * a refill, and instrumented contexts (link words through page/page.h). */
 void *mki_slab_alloc_chunk(mki_slab *s)
 {
     if (!mki_page_has_chunk(s->curpg) && refill(s) != 0)
@@ -268,11 +269,11 @@ void mki_slab_free_chunk(mki_page *pg, void *p)
 void mki_slab_free_checked(mki_page *pg, void *p)
 {
     if (!mki_page_is_chunk_exact(pg, p)) {
-        mki_error_invalid_in("mk_pool_free", p, pg->ctx, 0);
+        mki_error_invalid_in("mk_pool_free", p, mki_ctx_name(pg->ctx), 0);
         return;
     }
     if (mki_chunk_freed(pg, p)) {
-        mki_error_double_free(p, pg->ctx);
+        mki_error_double_free(p, mki_ctx_name(pg->ctx));
         return;
     }
     if (pg->ctx->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, p))
@@ -380,8 +381,7 @@ static void slab_reset(mk_ctx *ctx, int keep_one)
         mki_page_pos_init(keep); /* no chunk of before is one now */
         keep->used = 0;
         keep->next = keep->prev = NULL;
-        if (ctx->fast_kind == MKI_KIND_SLOW)
-            mki_instr_page_reset(keep);
+        mki_ctx_page_reset(ctx, keep);
         set_current(s, keep);
     }
 }
@@ -436,7 +436,7 @@ static void slab_each_live(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
                            void *arg)
 {
     mki_live_walk w = {fn, arg};
-    each_page(slab(ctx), mki_instr_walk_page, &w);
+    each_page(slab(ctx), mki_ctx_up.walk_page, &w);
 }
 
 static int slab_init(mk_ctx *ctx, const mk_ctx_opts *opts)

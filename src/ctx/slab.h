@@ -9,9 +9,37 @@
 #ifndef MKI_SLAB_H
 #define MKI_SLAB_H
 
-#include "../internal.h"
+#include "ctx.h"
 
 #pragma GCC visibility push(hidden)
+
+/* SLAB: one chunk size; pages bucketed by how many chunks they have free. */
+#define MKI_SLAB_BUCKETS 16
+typedef struct mki_slab {
+    mk_ctx base;
+    mki_page *curpg;      /* page allocated from, or &mki_page_empty */
+    uint32_t slot;        /* bytes per chunk in a page (>= user size) */
+    uint32_t user_size;   /* opts->chunk_size */
+    uint32_t align;       /* every chunk's alignment (chunk_align, >= 8) */
+    uint32_t page_units;  /* every page but a small first one (slab.c) */
+    uint32_t capacity;    /* chunks per page of page_units (each page
+                             holds its own in mki_page.capacity) */
+    uint32_t pages;       /* pages held */
+    uint32_t shift;       /* bucket of a page = nfree >> shift */
+    mki_page *bucket[MKI_SLAB_BUCKETS]; /* [0]: full pages; the current
+                                           page is on no list */
+    mki_page *spare;      /* an empty page kept for reuse (if still empty) */
+    const void *pool;     /* the mk_pool this slab serves, or NULL */
+    unsigned shard;       /* thread-safe pool: the shard number of the
+                             thread it serves (pool.c), else 0 */
+    mk_pool_front *front; /* that pool's front, if it has one: it holds
+                             objects of curpg only (pool.c) */
+} mki_slab;
+
+/* SLAB, for pools: a chunk of the slab's size; free from the owner thread. */
+void *mki_slab_alloc_chunk(mki_slab *s);
+void mki_slab_free_chunk(mki_page *pg, void *p);
+
 
 void mki_slab_rebucket(mki_slab *s, mki_page *pg);
 void *mki_slab_alloc_slow(mki_slab *s); /* free list empty */

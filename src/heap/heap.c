@@ -48,7 +48,9 @@
  * may have been in the middle of an allocation, so the child does not
  * reuse them.
  */
-#include "../ctx/general.h"
+
+#include "heap.h"
+#include "../page/purge.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -77,7 +79,6 @@ static _Thread_local int tls_exited TLS_IE; /* heap_exit ran: the thread is
                                                 in its last destructors */
 
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static pthread_key_t heap_key;
 static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 static mk_ctx *orphans; /* linked through next_sibling (heaps are top-level) */
@@ -287,79 +288,38 @@ static void heap_exit(void *arg)
 
 /* ---- fork --------------------------------------------------------------------- */
 
-static void fork_prepare(void)
+/* The heap list's part of the fork handlers, which the top (bind.c)
+ * registers and orders among the other layers' (0 prepare, 1 parent,
+ * 2 child, as mki_meta_fork). */
+void mki_heap_fork(int phase)
 {
-    mki_pool_fork(0); /* (taken alone, never with another lock) */
-    pthread_mutex_lock(&heap_lock);
-    mki_purge_fork(0);
-    mki_huge_fork(0);
-    mki_segment_fork(0);
-    mki_meta_fork(0);
-    mki_os_forking = 1; /* this thread holds them all (os.h) */
-}
-
-static void fork_parent(void)
-{
-    mki_os_forking = 0;
-    mki_meta_fork(1);
-    mki_segment_fork(1);
-    mki_huge_fork(1);
-    mki_purge_fork(1);
+    if (phase == 0) {
+        pthread_mutex_lock(&heap_lock);
+        return;
+    }
+    if (phase == 2) {
+        /* the late heaps are other threads' (they may have been in the
+         * middle of an allocation): left as they are, as their other
+         * heaps are */
+        lates = NULL;
+        tls_late = NULL;
+    }
     pthread_mutex_unlock(&heap_lock);
-    mki_pool_fork(1);
-}
-
-static void fork_child(void)
-{
-    mki_os_forking = 0;
-    /* the late heaps are other threads' (they may have been in the middle
-     * of an allocation): left as they are, as their other heaps are */
-    lates = NULL;
-    tls_late = NULL;
-    mki_meta_fork(2);
-    mki_segment_fork(2);
-    mki_huge_fork(2);
-    pthread_mutex_unlock(&heap_lock);
-    mki_purge_fork(2);
-    mki_pool_fork(2);
 }
 
 static void key_init(void) { pthread_key_create(&heap_key, heap_exit); }
-static void fork_init(void)
-{
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-}
-
-/* The handlers are registered when the library is loaded, before a
- * program's constructors and its first malloc, and never from inside
- * malloc: registering takes glibc's atfork lock, which fork() holds while
- * it runs the handlers, so a first malloc made by a fork handler would
- * otherwise wait for itself.  A library whose constructor runs earlier
- * and registers handlers of its own has them run on the other side of
- * memkit's; they may allocate all the same (mki_os_forking, os.h).  The
- * pthread_once in heap_attach covers a static link whose constructors
- * were dropped. */
-__attribute__((constructor)) static void fork_at_load(void)
-{
-    pthread_once(&fork_once, fork_init);
-}
 
 /* What the purge thread runs when chunks were freed into heaps of exited
  * threads, or heaps emptied (mki_purge_collect): take them in, and give
  * back the heaps that have stayed empty, without waiting for another
  * thread to exit; mk_trim gives back every empty one (@force). */
-static int collect_orphans(int force)
+int mki_heap_collect(int force)
 {
     sweep_orphans(-1, force);
     mki_os_lock(&heap_lock);
     int waiting = lates != NULL; /* late heaps of threads still exiting */
     mki_os_unlock(&heap_lock);
     return waiting;
-}
-
-__attribute__((constructor)) static void bind_collect(void)
-{
-    mki_purge_set_collect(collect_orphans);
 }
 
 /* ---- the heap ------------------------------------------------------------------ */
@@ -414,7 +374,7 @@ static MKI_NOINLINE mk_ctx *heap_attach(void)
     }
     tls_busy = 0;
     if (h)
-        pthread_once(&fork_once, fork_init); /* may allocate too */
+        mki_heap_up.fork_handlers(); /* (bind.c; may allocate too) */
     return h;
 }
 

@@ -27,6 +27,7 @@
  * inside calloc into a call to calloc.
  */
 #include "override.h"
+#include "../stats.h"
 
 #include <errno.h>
 #include <malloc.h>

@@ -6,7 +6,7 @@
 #ifndef MKI_OVERRIDE_H
 #define MKI_OVERRIDE_H
 
-#include "../ctx/general.h"
+#include "../heap/heap.h"
 
 #pragma GCC visibility push(hidden)
 

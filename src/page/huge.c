@@ -33,8 +33,8 @@
  *
  * One mutex guards the cache; mappings are made and released outside it.
  */
-#include "../check/annotate.h"
-#include "../internal.h"
+
+#include "purge.h"
 
 #include <errno.h>
 #include <string.h>
@@ -325,7 +325,7 @@ void mki_huge_release(mki_page *pg)
 {
     mki_segment *s = mki_segment_of(pg->start);
     /* a context that gives its memory back at once keeps no cached copy */
-    int at_once = pg->ctx && (pg->ctx->flags & MK_CTX_RELEASE_ON_RESET);
+    int at_once = (pg->flags & MKI_PF_RELEASE) != 0;
     pg->kind = MKI_PAGE_FREE; /* a second free of it is seen as such */
     pg->ctx = NULL;
     UNCOUNT(live_count, 1);

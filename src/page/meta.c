@@ -12,7 +12,8 @@
  * One mutex guards it: metadata is taken on slow paths only (a new page, a
  * new context), never per chunk.
  */
-#include "../internal.h"
+
+#include "page.h"
 
 #include <errno.h>
 #include <string.h>

@@ -10,11 +10,158 @@
 #ifndef MKI_PAGE_H
 #define MKI_PAGE_H
 
-#include "../check/annotate.h"
+#include "../base/annotate.h"
+#include "../base/base.h"
 #include "../os/os.h"
-#include "../types.h"
+#include "layout.h"
 
 #pragma GCC visibility push(hidden)
+
+/* ---- page/meta.c: bookkeeping memory ------------------------------------ */
+void *mki_meta_alloc(size_t size); /* zeroed; NULL on OOM */
+void mki_meta_free(void *p, size_t size);
+size_t mki_meta_bytes(void);
+/* fork(): 0 before (take the lock), 1 in the parent and 2 in the child
+ * after (release it).  The same for the page pool in segment.c. */
+void mki_meta_fork(int phase);
+
+/* ---- page/segment.c: segments, units, pages ------------------------------ */
+/*
+ * Take a page of @units units (a power of two <= 64, or a multiple of 64)
+ * for @ctx, naturally aligned, with its first @commit_bytes committed.
+ * The descriptor comes back with seg/unit/units/start/size set, kind 0,
+ * and every unit of the run mapped to it.  NULL on OOM (nothing leaks).
+ * Thread-safe.
+ */
+mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes);
+/* Units of the run for a page of @bytes: a power of two up to 64 (64 KiB),
+ * else whole 64-unit words. */
+uint32_t mki_segment_units_for(size_t bytes);
+/* A page (up to 1 MiB and 64 KiB alignment) or huge segment holding one
+ * chunk of @size bytes aligned to @align, kind LARGE or HUGE, owned by
+ * @ctx, `end` at the end of its usable bytes.  NULL on OOM. */
+mki_page *mki_segment_chunk_alloc(mk_ctx *ctx, size_t size, size_t align);
+/* Grow large page @pg in place to hold a chunk of @bytes (<= 1 MiB) from
+ * its start, taking the free units that follow it; 0, or -1 if they are
+ * not free (nothing changed).  Thread-safe. */
+int mki_segment_page_grow(mki_page *pg, size_t bytes);
+/* Give a page (and its descriptor) back.  Thread-safe.  The pages of a
+ * context made with MK_CTX_RELEASE_ON_RESET go back to the OS at once. */
+void mki_segment_page_release(mki_page *pg);
+/* The same, and its memory goes back to the OS now (its OS pages are
+ * decommitted); returns the bytes decommitted. */
+size_t mki_segment_page_release_now(mki_page *pg);
+/* Count a huge mapping at @base as a segment memkit holds (@add 1) or no
+ * longer holds (0); the checking build records it in its registry.  0, or
+ * -1 when the registry cannot record it.  Thread-safe. */
+int mki_segment_register(void *base, int add);
+/* One purge pass (purge.c decides when): decommit, with @how
+ * (MKI_OS_DONTNEED / MKI_OS_FREE), the OS pages of free units that were
+ * free at the previous pass too (@force: every free unit), and give back
+ * segments empty for @delay_ns (@force: all): unmapped with @unmap_empty,
+ * else decommitted and kept for reuse (a few).  Sets *@pending if free
+ * memory remains for a later pass, and lowers *@next_due to when it will
+ * be due.  Returns the bytes purged.  Thread-safe; one pass at a time
+ * (purge.c). */
+size_t mki_segment_purge(int force, int how, int unmap_empty,
+                         unsigned long long delay_ns, int *pending,
+                         unsigned long long *next_due);
+size_t mki_segment_count(void);
+/* Process figures in the terms of mallinfo2 (see mki_malloc_figures). */
+typedef struct mki_malloc_figures {
+    size_t segment_bytes; /* committed in normal segments (headers too) */
+    size_t page_bytes;    /* of those, in pages held by contexts */
+    size_t huge_count;    /* chunks in a mapping of their own */
+    size_t huge_bytes;    /* committed in those mappings */
+    size_t huge_cached;   /* committed in freed mappings kept for reuse */
+    size_t used_bytes;    /* page_bytes + huge_bytes */
+} mki_malloc_figures;
+void mki_segment_figures(mki_malloc_figures *f);
+void mki_segment_fork(int phase); /* as mki_meta_fork */
+/* Checking build: is @p inside a segment memkit holds?  Thread-safe. */
+int mki_segment_owns(const void *p);
+
+/* ---- page/huge.c: chunks in a mapping of their own ----------------------- */
+/* A chunk of @size bytes aligned to @align (a power of two) in a mapping of
+ * its own (from the cache when one fits); descriptor kind MKI_PAGE_HUGE,
+ * start = the chunk, MKI_PF_FRESH when the memory is fresh (zero).  NULL
+ * with errno ENOMEM.  Thread-safe. */
+mki_page *mki_huge_alloc(size_t size, size_t align);
+/* Give a huge chunk's mapping back (to the cache, or to the OS). */
+void mki_huge_release(mki_page *pg);
+/* Resize huge chunk @pg to @size bytes (> MKI_LARGE_MAX) in place or by
+ * moving its mapping (no copy).  Returns its descriptor (it moves with the
+ * mapping: unlink it from lists first), or NULL (errno ENOMEM; untouched). */
+mki_page *mki_huge_resize(mki_page *pg, size_t size);
+/* One purge pass over the cache (purge.c decides when): mappings cached
+ * for @delay_ns (@force: all) are unmapped (@unmap_due), or keep their
+ * address space and give their pages back.  Sets *@pending if a cached
+ * mapping will be due later.  Returns the bytes purged. */
+size_t mki_huge_purge(int force, int unmap_due, unsigned long long delay_ns,
+                      int *pending, unsigned long long *next_due);
+void mki_huge_figures(size_t *count, size_t *live_bytes, size_t *cache_bytes);
+void mki_huge_fork(int phase); /* as mki_meta_fork */
+
+/* ---- page/page.h (inline): owner lookup and free-list ops ---------------- */
+/* (included at the top) */
+
+/* Give back any page or huge chunk descriptor. */
+MKI_INLINE void mki_page_release(mki_page *pg)
+{
+    if (pg->kind == MKI_PAGE_HUGE)
+        mki_huge_release(pg);
+    else
+        mki_segment_page_release(pg);
+}
+
+/* ---- free-list links ----------------------------------------------------------
+ * Secure mode (MEMKIT_SECURE, read once at start, options.c): the link
+ * word of a free chunk is stored encoded, as glibc's safe-linking and
+ * mimalloc's secure mode do: XORed with the chunk's own address shifted by
+ * 12 (the random bits of the address) and with a secret drawn at start, so
+ * that an overflow or a use-after-free write cannot plant an address of
+ * its choosing, and a link that was overwritten decodes to garbage that
+ * the reader's check (page.h) reports.  Only slow paths read and write
+ * links in secure mode: its contexts never take the inline fast paths
+ * (nor do the checking build's, which encodes its links the same way). */
+MKI_INLINE uintptr_t mki_link_mask(const void *p)
+{
+    /* the checking build encodes too: a link overwritten with zeros (the
+     * commonest write to a freed object, `obj->next = NULL`) then decodes
+     * to no chunk and is reported, where NULL would pass as the list's end */
+    return MK_CONFIG_CHECK || mki_secure ? ((uintptr_t)p >> 12) ^ mki_link_key
+                                         : 0;
+}
+
+/* The link word of a free chunk of an uninstrumented secure context (its
+ * own paths, ctx/general.c and general.h): encoded, with no test of the
+ * mode and, like the inline paths, no annotation (such a context's memory
+ * is never poisoned). */
+MKI_INLINE void *mki_link_get_enc(void *p)
+{
+    return (void *)(*(uintptr_t *)p ^ ((uintptr_t)p >> 12) ^ mki_link_key);
+}
+MKI_INLINE void mki_link_set_enc(void *p, void *v)
+{
+    *(uintptr_t *)p = (uintptr_t)v ^ ((uintptr_t)p >> 12) ^ mki_link_key;
+}
+
+/* The link word of a free chunk (slow paths only). */
+MKI_INLINE void *mki_link_get(void *p)
+{
+    mki_mem_defined(p, sizeof(void *));
+    void *v = (void *)(*(uintptr_t *)p ^ mki_link_mask(p));
+    mki_mem_noaccess(p, sizeof(void *));
+    return v;
+}
+
+MKI_INLINE void mki_link_set(void *p, void *v)
+{
+    mki_mem_undefined(p, sizeof(void *));
+    *(uintptr_t *)p = (uintptr_t)v ^ mki_link_mask(p);
+    mki_mem_noaccess(p, sizeof(void *));
+}
+
 
 /* A descriptor that never has a free chunk: the class slot of a context
  * that holds no page of that class points here, so the fast path needs no
@@ -59,7 +206,7 @@ MKI_INLINE int mki_huge_known(const void *p)
            ((__atomic_load_n(&mki_hugemap[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1);
 }
 
-/* The segment holding chunk @p (see types.h for why p - 1). */
+/* The segment holding chunk @p (see layout.h for why p - 1). */
 MKI_INLINE mki_segment *mki_segment_of(const void *p)
 {
     return (mki_segment *)(((uintptr_t)p - 1) & ~(uintptr_t)MKI_SEG_MASK);
@@ -85,7 +232,7 @@ mki_page *mki_segment_find(const void *p);
 /* ---- positions: is an address the start of a chunk? -----------------------
  * A small page knows which addresses start a chunk it has handed out: the
  * multiples of its chunk size below `extend`.  The inline test is one
- * multiply (types.h, pos_magic): with m = ceil(2^32 / size) (plus one when
+ * multiply (layout.h, pos_magic): with m = ceil(2^32 / size) (plus one when
  * size is a power of two), (uint32)(off * m) is k * e for off = k * size,
  * where e = (size * m) mod 2^32, and is at least m for any other off below
  * 64 KiB (the divisibility test of Lemire, Kaser and Kurz, "Faster
@@ -321,6 +468,36 @@ MKI_INLINE void mki_page_list_remove(mki_page **head, mki_page *pg)
         pg->next->prev = pg->prev;
     pg->next = pg->prev = NULL;
 }
+
+/* ---- page/validate.c: pointers handed back --------------------------------- */
+/* The page of pointer @p if it is the start of a chunk a page holds (the
+ * checking build's validation of every pointer handed to memkit); else
+ * reports it and returns NULL.  Live or freed is the owner's to say. */
+mki_page *mki_page_validate(const void *p);
+
+/* The bytes of an instrumented small page's live bitmap (`live`: a bit
+ * per chunk; allocated by the checking layer, freed with the page). */
+MKI_INLINE size_t mki_page_live_bytes(const mki_page *pg)
+{
+    return ((size_t)pg->capacity + 63) / 64 * 8;
+}
+
+/* ---- what the page layer asks of the layers above ------------------------------
+ * Bound once at the top (bind.c) by a constant initialiser, so that it
+ * holds before any constructor runs.  The page layer treats a page's
+ * owner (`ctx`) as an opaque pointer; these are all it needs from one. */
+struct mki_page_up {
+    /* The name of a page's owner, for a report (NULL: none). */
+    const char *(*owner_name)(const mki_page *pg);
+    /* Take in chunks freed into heaps no thread owns; @force 1 (mk_trim)
+     * gives back every empty one.  Returns 1 to be run again later. */
+    int (*collect)(int force);
+    /* Create the background thread (pthread_create's arguments), with
+     * what the new thread allocates charged to memkit's own context. */
+    int (*spawn)(pthread_t *t, const pthread_attr_t *attr,
+                 void *(*fn)(void *));
+};
+extern const struct mki_page_up mki_page_up;
 
 #pragma GCC visibility pop
 

@@ -25,8 +25,8 @@
  * chunks), never per chunk; per-thread pools are the plan for scaling
  * (docs/DESIGN.md, "Ready for threads").
  */
-#include "../check/annotate.h"
-#include "../internal.h"
+
+#include "purge.h"
 
 #include <errno.h>
 #include <string.h>
@@ -508,7 +508,7 @@ size_t mki_segment_page_release_now(mki_page *pg)
 
 void mki_segment_page_release(mki_page *pg)
 {
-    if (pg->ctx && (pg->ctx->flags & MK_CTX_RELEASE_ON_RESET)) {
+    if (pg->flags & MKI_PF_RELEASE) {
         mki_segment_page_release_now(pg);
         return;
     }
@@ -518,8 +518,10 @@ void mki_segment_page_release(mki_page *pg)
 static void release(mki_page *pg)
 {
     mki_segment *s = mki_segment_of(pg->start);
-    if (pg->live)
-        mki_instr_page_release(pg);
+    if (pg->live) { /* an instrumented page's bitmap goes with it */
+        mki_meta_free((void *)pg->live, mki_page_live_bytes(pg));
+        pg->live = NULL;
+    }
     unsigned long long now = mki_os_now_ns();
     mki_os_lock(&arena_lock);
     list_remove(list_of(s), s);
@@ -613,8 +615,6 @@ mki_page *mki_segment_chunk_alloc(mk_ctx *ctx, size_t size, size_t align)
     pg->ctx = ctx;
     pg->used = 1;
     pg->capacity = 1;
-    if (ctx->fast_kind == MKI_KIND_SLOW)
-        mki_instr_page_new(pg); /* no bitmap for one chunk: cannot fail */
     return pg;
 }
 

@@ -5,7 +5,7 @@
 #ifndef MKI_SIZECLASS_H
 #define MKI_SIZECLASS_H
 
-#include "../types.h"
+#include "layout.h"
 
 #pragma GCC visibility push(hidden)
 

@@ -40,11 +40,12 @@
  * misses the one-entry cache each time (a mutex and a short walk); a
  * thread's first use of a thread-safe pool takes the shard lock once.
  */
-#include "ctx/general.h"
-#include "ctx/slab.h"
+
+#include "pool.h"
+#include "../check/check.h"
+#include "../stats.h"
 
 #include <errno.h>
-
 
 struct mk_pool {
     mk_pool_front front;   /* first: the inline paths in memkit.h read it */
@@ -220,8 +221,8 @@ static MKI_NOINLINE void *alloc_slow(mk_pool *pool)
     mk_ctx *c = shard(pool);
     if (MKI_UNLIKELY(!c))
         return NULL;
-    if (c->fast_kind == MKI_KIND_SLOW)
-        return mki_instr_alloc(c, pool->size, 0);
+    if (c->fast_kind == MKI_KIND_SLOW) /* the decorator's (ctx.h) */
+        return c->ops->alloc(c, pool->size);
     if (c->fast_kind != MK_SLAB) /* secure mode: encoded links */
         return mki_slab_alloc_chunk((mki_slab *)c);
     return mki_slab_alloc_fast((mki_slab *)c);
@@ -245,7 +246,7 @@ void *mk_pool_alloc(mk_pool *pool)
  * is no object of a slab (reported, as mk_free reports it). */
 static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
 {
-    mki_page *pg = MK_CONFIG_CHECK ? mki_check_pointer(obj)
+    mki_page *pg = MK_CONFIG_CHECK ? mki_page_validate(obj)
                                    : mki_segment_find(obj);
     if (!pg) {
         if (!MK_CONFIG_CHECK)
@@ -264,8 +265,8 @@ static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
                              owner ? owner->name : c->name, pool->name);
         return;
     }
-    if (c->fast_kind == MKI_KIND_SLOW) {
-        mki_instr_free(pg, obj);
+    if (c->ops->free_any) { /* the decorator's (ctx.h) */
+        c->ops->free_any(pg, obj);
         return;
     }
     if ((pool->flags & MK_POOL_THREADSAFE) && mki_ctx_owner(c) != mki_tid()) {
@@ -291,7 +292,7 @@ void mk_pool_free(mk_pool *pool, void *obj)
     if (off < f->span && (uint32_t)off * f->magic < f->limit) {
         /* (the front's key is its page's: the slab's current page) */
         if (MKI_UNLIKELY(((uintptr_t *)obj)[1] == f->key)) {
-            mki_error_double_free(obj, pool->root);
+            mki_error_double_free(obj, mki_ctx_name(pool->root));
             return;
         }
         *(void **)obj = f->head;
@@ -322,7 +323,7 @@ int mk_pool_stats(const mk_pool *pool, mk_stats *out)
     }
     /* the lock keeps the list of per-thread slabs still */
     pthread_mutex_lock((pthread_mutex_t *)&pool->lock);
-    int r = mki_stats_tree(pool->root, out, 1,
+    int r = mki_ctx_stats_tree(pool->root, out, 1,
                            (pool->flags & MK_POOL_THREADSAFE) != 0);
     pthread_mutex_unlock((pthread_mutex_t *)&pool->lock);
     if (r != 0)

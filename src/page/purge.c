@@ -30,13 +30,14 @@
  * single-threaded again: unshare(CLONE_NEWUSER) refuses a multi-threaded
  * caller) and is started again at the next safe point that finds work, in
  * a forked child too once that child frees pages or grows.  It also runs
- * the collect hook (heap.c's: chunks freed into heaps of exited threads)
+ * the collect hook (mki_page_up.collect, heap/: chunks freed into heaps of exited threads)
  * when one is wanted, at most every quarter of a delay, which also wants
  * a thread for a process below PURGE_THREAD_AT.  Without it (option
  * purge_thread 0, or pthread_create failing) passes run on the slow paths
  * that free pages, once due, and collects at thread exits and mk_trim.
  */
-#include "internal.h"
+
+#include "purge.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -70,9 +71,8 @@ static _Atomic int thread_state; /* 0 none, 1 starting, 2 running, 3 never */
 static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER; /* one pass */
 static _Atomic size_t purged_bytes, passes;
 static _Atomic unsigned long notes; /* frees noted so far (see purge_main) */
-static _Atomic int collect_wanted;   /* run collect_hook (mki_purge_collect) */
+static _Atomic int collect_wanted;   /* run mki_page_up.collect (mki_purge_collect) */
 static unsigned long long last_collect_ns;
-static int (*collect_hook)(int force);
 
 static void cond_init(void)
 {
@@ -140,7 +140,7 @@ static unsigned long long collect_if_due(void)
         return at;
     atomic_store(&collect_wanted, 0);
     last_collect_ns = now;
-    int (*fn)(int) = collect_hook;
+    int (*fn)(int) = mki_page_up.collect;
     mki_os_unlock(&purge_lock);
     int again = fn && fn(0); /* its frees note purges of their own */
     mki_os_lock(&purge_lock);
@@ -238,19 +238,9 @@ static void start_thread(void)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old); /* the thread inherits it */
     /* glibc allocates the new thread's bookkeeping with malloc, which may
-     * be memkit's: make it land in a context of memkit's own, not in the
-     * calling thread's heap (whose figures would count it forever) */
-    static mk_ctx *own;
-    if (!own)
-        own = mk_ctx_new(NULL, "memkit", MK_GENERAL, NULL);
-    else if (mki_ctx_owner(own) != mki_tid())
-        mk_ctx_set_owner(own); /* a forked child, started from another
-                                  thread than the parent's first start */
-    mk_ctx *prev = own ? mk_ctx_switch(own) : NULL;
+     * be memkit's: the top has it land in a context of memkit's own */
     pthread_t t;
-    int r = pthread_create(&t, &attr, purge_main, NULL);
-    if (own)
-        mk_ctx_switch(prev);
+    int r = mki_page_up.spawn(&t, &attr, purge_main);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (r != 0) {
@@ -340,7 +330,6 @@ void mki_purge_note(void)
     mki_os_unlock(&purge_lock);
 }
 
-void mki_purge_set_collect(int (*fn)(int)) { collect_hook = fn; }
 
 int mki_purge_collect(void)
 {
@@ -419,8 +408,7 @@ void mki_purge_figures(size_t *bytes, size_t *npasses)
 
 size_t mk_trim(void)
 {
-    if (collect_hook)
-        (void)collect_hook(1); /* heaps of exited threads (heap.c) */
+    (void)mki_page_up.collect(1); /* heaps of exited threads (heap/) */
     size_t bytes = 0, more = 0;
     run_pass(1, &bytes, NULL);
     /* purging free pages may have emptied segments: they go too */

@@ -8,9 +8,10 @@
  * lists the same table for users.
  */
 
-#include "internal.h"
+#include "base.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
 #include <string.h>
@@ -36,7 +37,7 @@ static const char *const secure_words[] = {"off", "on", "guard", NULL};
 #endif
 
 unsigned char mki_secure; /* MKI_OPT_SECURE, fixed at start (a byte: one compare on the free path) */
-uintptr_t mki_link_key;  /* the secret of encoded links (annotate.h) */
+uintptr_t mki_link_key;  /* the secret of encoded links (page/page.h) */
 uintptr_t mki_free_key;  /* the secret of GENERATION header states (generation.h) */
 
 static const option_def defs[MKI_OPT_COUNT] = {
@@ -195,7 +196,6 @@ int mk_option_set(const char *name, long value)
         return -1;
     }
     atomic_store(&mki_options[i], value);
-    if (i == MKI_OPT_PURGE || i == MKI_OPT_PURGE_DELAY_MS)
-        mki_purge_options_changed();
+    mki_base_up.options_changed();
     return 0;
 }

@@ -1,5 +1,6 @@
 /*
- * types.h - memkit's core data structures, its glossary and build variants.
+ * layout.h - the page layer's data structures and geometry, and the
+ * glossary of the words the whole code uses.
  *
  * Glossary (one meaning per word, used everywhere in the code):
  *   OS page   the kernel's unit of mapping and residency (4 KiB here).
@@ -19,15 +20,13 @@
  *     seg  = (p - 1) & ~(SEGMENT_SIZE - 1)     mask, no load
  *     page = seg->map[(p >> UNIT_SHIFT) & (UNITS - 1)]   one load
  *     ctx  = page->ctx                                    one load
+ * (the page layer keeps `ctx` as an opaque owner pointer: it never reads
+ * a context; ctx/ctx.h defines them)
  * "p - 1" lets a huge chunk aligned to a segment boundary keep its header in
  * the segment before it; no other chunk starts on a segment boundary.
- *
- * Build variants: MK_CONFIG_CHECK is a compile-time constant (0 in libmemkit,
- * 1 in libmemkit-check).  Code tests it with a plain `if`, so both variants
- * are always compiled and the release build pays nothing.
  */
-#ifndef MKI_TYPES_H
-#define MKI_TYPES_H
+#ifndef MKI_LAYOUT_H
+#define MKI_LAYOUT_H
 
 #include <pthread.h>
 #include <stdalign.h>
@@ -35,17 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "memkit.h"
-
-#ifndef MK_CONFIG_CHECK
-#define MK_CONFIG_CHECK 0
-#endif
-
-#define MKI_LIKELY(x) __builtin_expect(!!(x), 1)
-#define MKI_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define MKI_NOINLINE __attribute__((noinline))
-#define MKI_INLINE static inline __attribute__((always_inline))
-#define MKI_COLD __attribute__((cold, noinline))
+#include "../base/base.h"
 
 /* ---- geometry ----------------------------------------------------------- */
 #define MKI_OS_PAGE 4096u
@@ -82,7 +71,11 @@ enum mki_page_kind {
 enum mki_page_flag {
     MKI_PF_FULL = 1,    /* on the context's full list */
     MKI_PF_CURRENT = 2, /* head of its class list; holds one pin in `used` */
-    MKI_PF_FRESH = 4    /* huge: its memory came zeroed from the OS */
+    MKI_PF_FRESH = 4,   /* huge: its memory came zeroed from the OS */
+    MKI_PF_RELEASE = 8  /* its owner gives memory back at once, keeping
+                           nothing cached (set by the owner, a context of
+                           MK_CTX_RELEASE_ON_RESET; the page layer only
+                           reads it) */
 };
 
 /*
@@ -166,128 +159,4 @@ struct mki_segment {
 #define MKI_SEG_HEADER_UNITS \
     ((MKI_SEG_HEADER_BYTES + MKI_UNIT - 1) / MKI_UNIT)
 
-/* ---- contexts ----------------------------------------------------------- */
-typedef struct mki_callback {
-    struct mki_callback *next;
-    void (*fn)(void *);
-    void *arg;
-} mki_callback;
-
-/*
- * The part every kind shares.  The kind-specific struct embeds it first;
- * `fast_kind` and the owner sit next to the fields the fast path reads.
- *
- * An *instrumented* context (checking build, AddressSanitizer build, or a
- * process running under Valgrind) has fast_kind = MKI_KIND_SLOW and
- * fast_tid = 0, so no call on it ever takes a fast path: every allocation
- * and free goes through check/instrument.c.  The release fast paths are
- * unchanged by the existence of the instrumented mode.
- */
-#define MKI_KIND_SLOW 0xffu
-/* A context of secure mode (MEMKIT_SECURE): not instrumented, but no call
- * on it takes an inline fast path (its pages' fast_tid is tagged), so that
- * every free-list link goes through the encoded accessors (annotate.h)
- * and every free through the checked path. */
-#define MKI_KIND_SECURE 0xfeu
-/* ... and its fast_tid is its owner's identity with this bit: never a
- * thread's identity (a counter, os.h), so no inline path takes it, while
- * secure mode's own free tells its owner's pages with one comparison. */
-#define MKI_TID_SECURE ((uintptr_t)1 << 63)
-
-struct mk_ctx {
-    uint8_t kind;         /* mk_kind */
-    uint8_t fast_kind;    /* kind, or MKI_KIND_SLOW */
-    uint16_t flags;       /* MK_CTX_* */
-    _Atomic uintptr_t owner_tid; /* owning thread (any thread reads it when
-                                    it frees: relaxed atomic) */
-    uintptr_t fast_tid;   /* what pages copy into their fast_tid: the owner,
-                             or 0 when instrumented */
-    const char *name;
-    mk_ctx *parent, *first_child, *next_sibling, *prev_sibling;
-    mki_callback *callbacks;
-    _Atomic(void *) remote; /* chunks freed by other threads, to collect */
-};
-
-/* GENERAL: per-class page lists, large/huge chunk list, full pages. */
-typedef struct mki_general {
-    mk_ctx base;
-    mki_page *cls[MKI_NCLASS_DIRECT]; /* current page per class (or empty) */
-    mki_page **cls_hi;   /* classes > 1 KiB: a table allocated on first
-                            use; until then mki_general_hi_empty */
-    uint64_t classes;    /* bit c: class c's list is not empty */
-    mki_page *full;      /* pages with no free chunk */
-    mki_page *large;     /* large and huge chunks */
-    mki_page *spare;     /* one empty page kept for the next page needed */
-    size_t page_bytes;   /* bytes of small pages held (sizes next pages) */
-} mki_general;
-
-/* SLAB: one chunk size; pages bucketed by how many chunks they have free. */
-#define MKI_SLAB_BUCKETS 16
-typedef struct mki_slab {
-    mk_ctx base;
-    mki_page *curpg;      /* page allocated from, or &mki_page_empty */
-    uint32_t slot;        /* bytes per chunk in a page (>= user size) */
-    uint32_t user_size;   /* opts->chunk_size */
-    uint32_t align;       /* every chunk's alignment (chunk_align, >= 8) */
-    uint32_t page_units;  /* every page but a small first one (slab.c) */
-    uint32_t capacity;    /* chunks per page of page_units (each page
-                             holds its own in mki_page.capacity) */
-    uint32_t pages;       /* pages held */
-    uint32_t shift;       /* bucket of a page = nfree >> shift */
-    mki_page *bucket[MKI_SLAB_BUCKETS]; /* [0]: full pages; the current
-                                           page is on no list */
-    mki_page *spare;      /* an empty page kept for reuse (if still empty) */
-    const void *pool;     /* the mk_pool this slab serves, or NULL */
-    unsigned shard;       /* thread-safe pool: the shard number of the
-                             thread it serves (pool.c), else 0 */
-    mk_pool_front *front; /* that pool's front, if it has one: it holds
-                             objects of curpg only (pool.c) */
-} mki_slab;
-
-/* GENERATION: chunks bumped into blocks, a block goes when its last dies. */
-typedef struct mki_gen {
-    mk_ctx base;
-    mki_page *cur;        /* block being filled, or &mki_page_empty */
-    mki_page *blocks;     /* every block, `cur` included */
-    mki_page *large;      /* chunks in a page of their own */
-    size_t block_size;    /* size of the next block */
-    size_t block_max;
-} mki_gen;
-
-/* BUMP: a pointer and a limit; blocks listed for reset. */
-typedef struct mki_bump {
-    mk_ctx base;
-    char *ptr, *end;      /* free space of the current block */
-    mki_page *blocks;     /* every block, current first */
-    mki_page *large;      /* chunks with a page of their own */
-    size_t block_size;    /* size of the next block */
-} mki_bump;
-
-/* ---- the method table: one entry per kind ------------------------------- */
-typedef struct mki_kind_ops {
-    const char *name;
-    size_t ctx_size;
-    int no_free;      /* mk_free is a no-op for this kind (BUMP) */
-    int (*init)(mk_ctx *ctx, const mk_ctx_opts *opts); /* 0 or -1 (errno) */
-    void (*destroy)(mk_ctx *ctx);                       /* give all back */
-    void *(*alloc)(mk_ctx *ctx, size_t size);
-    void *(*alloc_aligned)(mk_ctx *ctx, size_t size, size_t align);
-    void (*free)(mki_page *pg, void *p); /* owner thread, off the fast path */
-    void (*collect)(mk_ctx *ctx);        /* take in chunks of `remote` */
-    void *(*realloc)(mki_page *pg, void *p, size_t size);
-    size_t (*usable_size)(const mki_page *pg, const void *p);
-    void (*reset)(mk_ctx *ctx, int keep_one);
-    void (*stats)(const mk_ctx *ctx, mk_stats *out);
-    void (*set_owner)(mk_ctx *ctx, uintptr_t tid);
-    /* mk_ctx_trim: release (and decommit) every block holding no live
-     * chunk; returns the bytes decommitted.  NULL: nothing to give. */
-    size_t (*trim)(mk_ctx *ctx);
-    /* Instrumented contexts: is chunk @p live (1), freed (0) or not a chunk
-     * (-1); NULL: the instrument layer's bitmap knows.  And call @fn on
-     * every live chunk. */
-    int (*is_live)(const mki_page *pg, const void *p);
-    void (*each_live)(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
-                      void *arg);
-} mki_kind_ops;
-
-#endif /* MKI_TYPES_H */
+#endif /* MKI_LAYOUT_H */

@@ -10,7 +10,8 @@
  * In stream mode the buffer is written out whenever it fills, so a long
  * text (MEMKIT_STATS=json) goes out in pieces, still without allocating.
  */
-#include "internal.h"
+
+#include "base.h"
 
 #include <unistd.h>
 

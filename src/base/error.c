@@ -7,7 +7,7 @@
  * (mk_set_error_handler) or silence reports (mk_silence_errors), e.g. in a
  * child after fork() that legitimately abandons state.
  */
-#include "../internal.h"
+#include "base.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +78,7 @@ void mki_error_wrong_pool(const void *p, const char *owner_noun,
     emit(&l, 1);
 }
 
-void mki_error_report(const char *what, const void *p, const mk_ctx *ctx)
+void mki_error_report(const char *what, const void *p, const char *name)
 {
     if (atomic_load(&silenced))
         return;
@@ -89,9 +89,9 @@ void mki_error_report(const char *what, const void *p, const mk_ctx *ctx)
         mki_line_str(&l, ": pointer ");
         mki_line_ptr(&l, p);
     }
-    if (ctx) {
+    if (name) {
         mki_line_str(&l, " (context \"");
-        mki_line_str(&l, ctx->name ? ctx->name : "?");
+        mki_line_str(&l, name);
         mki_line_str(&l, "\")");
     }
     emit(&l, 1);
@@ -109,7 +109,7 @@ void mki_error_invalid(const char *fn, const void *p)
     emit(&l, 1);
 }
 
-void mki_error_invalid_in(const char *fn, const void *p, const mk_ctx *ctx,
+void mki_error_invalid_in(const char *fn, const void *p, const char *name,
                           int freed)
 {
     if (atomic_load(&silenced))
@@ -121,21 +121,21 @@ void mki_error_invalid_in(const char *fn, const void *p, const mk_ctx *ctx,
     mki_line_ptr(&l, p);
     mki_line_str(&l, freed ? " (a freed chunk of context "
                            : " (not the start of a chunk of context ");
-    mki_line_str(&l, ctx && ctx->name ? ctx->name : "?");
+    mki_line_str(&l, name ? name : "?");
     mki_line_str(&l, ")");
     emit(&l, 1);
 }
 
-void mki_error_double_free(const void *p, const mk_ctx *ctx)
+void mki_error_double_free(const void *p, const char *name)
 {
     if (atomic_load(&silenced))
         return;
     mki_line l = {.len = 0};
     mki_line_str(&l, "memkit: double free of ");
     mki_line_ptr(&l, p);
-    if (ctx) {
+    if (name) {
         mki_line_str(&l, " (context ");
-        mki_line_str(&l, ctx->name ? ctx->name : "?");
+        mki_line_str(&l, name);
         mki_line_str(&l, ")");
     } else {
         mki_line_str(&l, " (memory memkit holds free)");

@@ -1,15 +1,31 @@
 /*
- * check.c - the checking build's validation of pointers handed to memkit.
+ * validate.c - what the page layer can say of a pointer handed back to
+ * memkit, and its reports: the checking build's validation of every
+ * pointer, and a free-list link found overwritten.
  *
- * Compiled into both variants; only libmemkit-check calls it (the calls
- * sit behind `if (MK_CONFIG_CHECK)`).  A pointer is accepted when it lies
- * in a segment memkit holds (registry in segment.c), its unit is mapped to a
- * live page, and it is the start of a chunk that page has handed out.
- * Everything else is reported as a pointer memkit never returned.
+ * mki_page_validate is compiled into both variants; only libmemkit-check
+ * calls it (behind `if (MK_CONFIG_CHECK)`): the release build validates
+ * on its free path with the position test and the double-free key
+ * (page.h), which need no search.  A pointer is accepted when it lies in
+ * a segment memkit holds (the registry in segment.c), its unit is mapped
+ * to a live page, and it is the start of a chunk of that page; whether
+ * the chunk is live is its owner's to say.  Owners are named through the
+ * hook table bound at the top (mki_page_up).
  */
-#include "../internal.h"
 
-mki_page *mki_check_pointer(const void *p)
+#include "page.h"
+
+static const char *owner(const mki_page *pg) { return mki_page_up.owner_name(pg); }
+
+void *mki_page_bad_link(mki_page *pg, void *chunk)
+{
+    mki_error_report("write to freed memory (its free-list link was "
+                     "overwritten)",
+                     chunk, owner(pg));
+    return NULL; /* if a handler returned: the rest of the list is lost */
+}
+
+mki_page *mki_page_validate(const void *p)
 {
     if (!mki_segment_owns(p)) {
         mki_error_report("pointer memkit never returned", p, NULL);
@@ -27,7 +43,7 @@ mki_page *mki_check_pointer(const void *p)
         }
         if ((const char *)p != pg->start) {
             mki_error_report("pointer inside a chunk, not its start", p,
-                             pg->ctx);
+                             owner(pg));
             return NULL;
         }
         return pg;
@@ -46,11 +62,11 @@ mki_page *mki_check_pointer(const void *p)
         if (c >= pg->end ||
             (size_t)(c - pg->start) % pg->chunk_size != 0) {
             mki_error_report("pointer is not the start of a chunk", p,
-                             pg->ctx);
+                             owner(pg));
             return NULL;
         }
     } else if (pg->kind == MKI_PAGE_LARGE && c != pg->start) {
-        mki_error_report("pointer inside a chunk, not its start", p, pg->ctx);
+        mki_error_report("pointer inside a chunk, not its start", p, owner(pg));
         return NULL;
     }
     return pg;

@@ -1,0 +1,207 @@
+/*
+ * ctx.h - the context layer: the part every kind of context shares (the
+ * tree, the owner, the method table every kind implements), the dispatcher
+ * (chunk.c) and the tree's own code (context.c).  Each kind's struct lives
+ * in its own header (general.h, slab.h, generation.h, bump.h).  This layer
+ * uses the page layer below it; what it needs from above (the thread's
+ * current context, forgetting a deleted one, the instrumented wrapper)
+ * comes through hooks bound at the top (bind.c).
+ */
+#ifndef MKI_CTX_H
+#define MKI_CTX_H
+
+#include "../page/page.h"
+#include "../page/sizeclass.h"
+
+#pragma GCC visibility push(hidden)
+
+/* ---- contexts ----------------------------------------------------------- */
+typedef struct mki_callback {
+    struct mki_callback *next;
+    void (*fn)(void *);
+    void *arg;
+} mki_callback;
+
+/*
+ * The part every kind shares.  The kind-specific struct embeds it first;
+ * `fast_kind` and the owner sit next to the fields the fast path reads.
+ *
+ * An *instrumented* context (checking build, AddressSanitizer build, or a
+ * process running under Valgrind) has fast_kind = MKI_KIND_SLOW and
+ * fast_tid = 0, so no call on it ever takes a fast path, and its `ops` is
+ * the decorator's wrapper table (check/instrument.c), through which every
+ * allocation and free goes.  The release fast paths are unchanged by the
+ * existence of the instrumented mode.
+ */
+#define MKI_KIND_SLOW 0xffu
+/* A context of secure mode (MEMKIT_SECURE): not instrumented, but no call
+ * on it takes an inline fast path (its pages' fast_tid is tagged), so that
+ * every free-list link goes through the encoded accessors (page/page.h)
+ * and every free through the checked path. */
+#define MKI_KIND_SECURE 0xfeu
+/* ... and its fast_tid is its owner's identity with this bit: never a
+ * thread's identity (a counter, os.h), so no inline path takes it, while
+ * secure mode's own free tells its owner's pages with one comparison. */
+#define MKI_TID_SECURE ((uintptr_t)1 << 63)
+
+struct mk_ctx {
+    uint8_t kind;         /* mk_kind */
+    uint8_t fast_kind;    /* kind, or MKI_KIND_SLOW */
+    uint16_t flags;       /* MK_CTX_* */
+    _Atomic uintptr_t owner_tid; /* owning thread (any thread reads it when
+                                    it frees: relaxed atomic) */
+    uintptr_t fast_tid;   /* what pages copy into their fast_tid: the owner,
+                             or 0 when instrumented */
+    const char *name;
+    mk_ctx *parent, *first_child, *next_sibling, *prev_sibling;
+    mki_callback *callbacks;
+    _Atomic(void *) remote; /* chunks freed by other threads, to collect */
+    /* What the dispatcher calls: the kind's table (mki_kinds[kind]), or
+     * the checking layer's wrapper around it (instrumented contexts). */
+    const struct mki_kind_ops *ops;
+};
+
+/* A context's name for a report (base/error.c takes names, not contexts;
+ * NULL: no context). */
+MKI_INLINE const char *mki_ctx_name(const mk_ctx *c) { return c ? c->name : NULL; }
+
+/* ---- the method table: one entry per kind ------------------------------- */
+typedef struct mki_kind_ops {
+    const char *name;
+    size_t ctx_size;
+    int no_free;      /* mk_free is a no-op for this kind (BUMP) */
+    int (*init)(mk_ctx *ctx, const mk_ctx_opts *opts); /* 0 or -1 (errno) */
+    void (*destroy)(mk_ctx *ctx);                       /* give all back */
+    void *(*alloc)(mk_ctx *ctx, size_t size);
+    void *(*alloc_aligned)(mk_ctx *ctx, size_t size, size_t align);
+    void (*free)(mki_page *pg, void *p); /* owner thread, off the fast path */
+    void (*collect)(mk_ctx *ctx);        /* take in chunks of `remote` */
+    void *(*realloc)(mki_page *pg, void *p, size_t size);
+    size_t (*usable_size)(const mki_page *pg, const void *p);
+    void (*reset)(mk_ctx *ctx, int keep_one);
+    void (*stats)(const mk_ctx *ctx, mk_stats *out);
+    void (*set_owner)(mk_ctx *ctx, uintptr_t tid);
+    /* mk_ctx_trim: release (and decommit) every block holding no live
+     * chunk; returns the bytes decommitted.  NULL: nothing to give. */
+    size_t (*trim)(mk_ctx *ctx);
+    /* Instrumented contexts: is chunk @p live (1), freed (0) or not a chunk
+     * (-1); NULL: the instrument layer's bitmap knows.  And call @fn on
+     * every live chunk. */
+    int (*is_live)(const mki_page *pg, const void *p);
+    void (*each_live)(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
+                      void *arg);
+    /* A decorator's free: the whole of mk_free for a chunk of this
+     * context, from any thread, validation included.  NULL for the kinds:
+     * the dispatcher validates, queues other threads' frees, and calls
+     * `free` on the owner's. */
+    void (*free_any)(mki_page *pg, void *p);
+} mki_kind_ops;
+
+/* The bytes the decorator adds to each request of an instrumented context
+ * (a sentinel and the requested size; check/instrument.c): SLAB sizes its
+ * slots for them. */
+#define MKI_INSTR_TAIL 9u
+
+/* ---- what the context layer asks of the layers above ------------------------
+ * Bound once at the top (bind.c) by a constant initialiser. */
+typedef struct mki_live_walk { /* a page walker's argument (walk_page) */
+    void (*fn)(mki_page *, void *, void *);
+    void *arg;
+} mki_live_walk;
+struct mki_ctx_up {
+    /* The calling thread's current context (heap/: mk_ctx_current). */
+    mk_ctx *(*current)(void);
+    /* @ctx is being deleted: forget it as a thread's current or heap. */
+    void (*deleted)(mk_ctx *ctx);
+    /* The decorator (check/): should a new context be instrumented; the
+     * wrapper table such a context calls through; and the per-page hooks
+     * the kinds call on an instrumented context's pages: a page was made
+     * (0, or -1 on OOM), a reset kept a page, call w->fn on each of a
+     * page's live chunks. */
+    int (*instrumented)(void);
+    const mki_kind_ops *wrapper;
+    int (*page_new)(mki_page *pg);
+    void (*page_reset)(mki_page *pg);
+    void (*walk_page)(mki_page *pg, void *walk);
+};
+extern const struct mki_ctx_up mki_ctx_up;
+
+/* ---- ctx/general.c, slab.c, generation.c, bump.c: the kinds -------------- */
+extern const mki_kind_ops mki_general_ops;
+extern const mki_kind_ops mki_slab_ops;
+extern const mki_kind_ops mki_generation_ops;
+extern const mki_kind_ops mki_bump_ops;
+/* ---- ctx/context.c: the tree and dispatch -------------------------------- */
+/* A page (or a large/huge chunk's page) now belongs to @ctx: record the
+ * owner, and what the page layer must know of it (MKI_PF_RELEASE); on an
+ * instrumented context, the decorator's page hook.  0, or -1 on OOM (the
+ * caller gives the page back). */
+MKI_INLINE int mki_ctx_claim_page(mk_ctx *ctx, mki_page *pg)
+{
+    pg->ctx = ctx;
+    if (ctx->flags & MK_CTX_RELEASE_ON_RESET)
+        pg->flags |= MKI_PF_RELEASE;
+    if (ctx->fast_kind == MKI_KIND_SLOW)
+        return mki_ctx_up.page_new(pg);
+    return 0;
+}
+/* A page kept by a reset: the decorator forgets its chunks. */
+MKI_INLINE void mki_ctx_page_reset(mk_ctx *ctx, mki_page *pg)
+{
+    if (ctx->fast_kind == MKI_KIND_SLOW)
+        mki_ctx_up.page_reset(pg);
+}
+/* A page or huge mapping holding one chunk (mki_segment_chunk_alloc),
+ * claimed by @ctx. */
+mki_page *mki_ctx_chunk_page(mk_ctx *ctx, size_t size, size_t align);
+extern const mki_kind_ops *const mki_kinds[4];
+/* opts->block_size (or @def when 0) rounded up to a power of two >= 1 KiB;
+ * 0 with errno EINVAL when outside [1 KiB, @max]. */
+size_t mki_ctx_block_size(const mk_ctx_opts *opts, size_t def, size_t max);
+
+/* Make thread @tid (0: none, an orphan) the owner of @ctx and its pages. */
+void mki_ctx_set_owner_tid(mk_ctx *ctx, uintptr_t tid);
+
+/* The thread that owns @ctx (read by any thread that frees). */
+MKI_INLINE uintptr_t mki_ctx_owner(const mk_ctx *ctx)
+{
+    return atomic_load_explicit(&((mk_ctx *)ctx)->owner_tid,
+                                memory_order_relaxed);
+}
+
+/* Take in the chunks other threads freed into @ctx, if there are any (the
+ * owner calls it on the slow paths that take new memory). */
+MKI_INLINE void mki_ctx_collect(mk_ctx *ctx)
+{
+    if (atomic_load_explicit(&ctx->remote, memory_order_relaxed))
+        mki_kinds[ctx->kind]->collect(ctx);
+}
+
+/* ---- ctx/tree_stats.c: the figures of contexts ------------------------------ */
+/* mk_ctx_stats, except that with @owned_only the chunks other threads freed
+ * are taken in only for the contexts the calling thread owns (typed pools:
+ * other threads' slabs are read as they are, never collected under their
+ * owner's feet). */
+int mki_ctx_stats_tree(const mk_ctx *ctx, mk_stats *out, int recurse,
+                       int owned_only);
+/* The figures of @ctx alone, after taking in other threads' frees. */
+void mki_ctx_stats_one(const mk_ctx *ctx, mk_stats *out);
+void mki_ctx_stats_add(mk_stats *to, const mk_stats *from);
+
+/* ---- ctx/chunk.c: the chunk API ------------------------------------------- */
+/* Are the first @n bytes of chunk @p known to be zero (memory fresh from
+ * the OS, which calloc and mk_alloc_zero need not clear)? */
+int mki_chunk_is_zero(const void *p, size_t n);
+/* The context of live chunk @p, validated as mk_ctx_of validates it but
+ * reported under the name of function @fn (realloc); NULL if reported. */
+mk_ctx *mki_chunk_ctx(const void *p, const char *fn);
+/* Secure mode: are the guard words around chunk @p of @pg intact (page.h;
+ * GENERATION: the next chunk's header)?  Reports the chunk written past
+ * its end and returns 0 if not. */
+int mki_chunk_guard_ok(mki_page *pg, const void *p);
+/* Queue chunk @p, freed by a thread that does not own @ctx, for the owner. */
+void mki_chunk_remote_push(mk_ctx *ctx, void *p);
+
+#pragma GCC visibility pop
+
+#endif /* MKI_CTX_H */

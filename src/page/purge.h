@@ -1,0 +1,43 @@
+/*
+ * purge.h - when free memory goes back to the OS (purge.c): the policy of
+ * the page layer, beside the data it decides for (segment.c, huge.c say
+ * what is free; this says when).  What it needs from above (collecting the
+ * heaps of exited threads, a context for its thread's own allocations) is
+ * bound at the top (bind.c).
+ */
+#ifndef MKI_PURGE_H
+#define MKI_PURGE_H
+
+#include "page.h"
+
+#pragma GCC visibility push(hidden)
+
+/* ---- purge.c: when memory goes back (the policy) ---------------------------------------- */
+/* Something became free (a page, a segment, a cached huge mapping):
+ * schedule a pass, or (delay 0) purge at once.  Call it with no lock held. */
+void mki_purge_note(void);
+/* The background thread starts at a safe point (see purge.c): the
+ * allocation slow paths call this first, before they touch anything. */
+void mki_purge_safe_point_slow(void);
+extern _Atomic int mki_purge_want;
+MKI_INLINE void mki_purge_safe_point(void)
+{
+    if (MKI_UNLIKELY(atomic_load_explicit(&mki_purge_want, memory_order_relaxed)))
+        mki_purge_safe_point_slow();
+}
+void mki_purge_fork(int phase); /* as mki_meta_fork */
+/* Chunks were freed into a context that no thread owns (a heap whose
+ * thread exited), or such a heap emptied: have the collect hook run soon,
+ * on the background thread.  Returns 1 if it will; 0 if no thread runs
+ * (the next thread exit or mk_trim will collect; one is wanted for the
+ * next safe point).  Cheap when a run is already wanted. */
+int mki_purge_collect(void);
+/* memkit took more address space from the OS (cheap: a flag). */
+void mki_purge_grew(void);
+/* mk_option_set changed the purge mode or delay: wake the thread. */
+void mki_purge_options_changed(void);
+void mki_purge_figures(size_t *bytes, size_t *passes);
+
+#pragma GCC visibility pop
+
+#endif /* MKI_PURGE_H */
