@@ -208,11 +208,13 @@ void summary_print(FILE *out)
     int any = 0;
     for (size_t k = 0; k < sizeof families / sizeof families[0]; k++) {
         const family *f = &families[k];
-        /* the family's workloads that ran, for its title */
+        /* the family's workloads where its column has a figure, for its
+         * title */
         char ran[128] = "";
-        for (int s = 0; s < report_nsections(); s++) {
-            const bench_section *sec = report_get_section(s);
-            if (in_family(f, sec) && !in_list(ran, sec->workload) &&
+        for (size_t i = 0; i < report_nrows(); i++) {
+            const bench_row *r = report_get_row(i);
+            const bench_section *sec = report_get_section(r->section);
+            if (r->fig[f->col].runs && in_family(f, sec) && !in_list(ran, sec->workload) &&
                 strlen(ran) + strlen(sec->workload) + 2 < sizeof ran) {
                 if (ran[0])
                     strcat(ran, " ");
