@@ -16,8 +16,12 @@
  * 512 MiB peak per child, under each drop-in and purge mode).  --full (`make bench-full`) adds 256 MiB and 1 GiB
  * live, 7 runs and 10M allocations per cell, and takes far longer (an hour
  * or more; cells that would not fit in memory are skipped).
- * The bench pins itself to one CPU, runs the workloads one after the other,
- * prints each workload's table as soon as it is done, then the targets.
+ * The bench pins itself to one CPU and runs the workloads one after the
+ * other (progress on stderr).  The report opens with a summary of a few
+ * lines per family, then the tables, then memkit's claims checked against
+ * the figures, and closes with the summary again: so the tables are held
+ * back until the end (--stream prints each as soon as it is done, and the
+ * summary only at the end).
  * Its exit status is 0 whatever the figures (2 for a usage or system error):
  * it measures, it does not assert.
  */
@@ -32,6 +36,7 @@
 #include "dropin.h"
 #include "measure.h"
 #include "report.h"
+#include "summary.h"
 #include "sys.h"
 #include "targets.h"
 #include "timing.h"
@@ -158,7 +163,7 @@ int main(int argc, char **argv)
         return bench_child_main(argc, argv);
 
     bench_opts o = {.csv_dir = MEMKIT_BENCH_RESULTS_DIR};
-    int runs = 0, sel[NWORKLOAD] = {0}, any_sel = 0;
+    int runs = 0, sel[NWORKLOAD] = {0}, any_sel = 0, stream = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--quick") == 0) {
@@ -180,6 +185,8 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--alloc") == 0 && i + 1 < argc) {
             if (parse_alloc(argv[++i]) != 0)
                 return 2;
+        } else if (strcmp(a, "--stream") == 0) {
+            stream = 1;
         } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
             o.csv_dir = argv[++i];
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -208,12 +215,17 @@ int main(int argc, char **argv)
            MK_VERSION_STRING, mode, o.runs, (unsigned long long)o.w1_min_ops);
     printf("date:       %s\n", date);
     bench_sys_describe(stdout, cpu);
-    double load = bench_sys_load();
+    /* Busy CPUs measured now, over one second: the 1-minute load average
+     * would still hold the build that `make bench` has just run. */
+    double load = bench_sys_load(), busy = bench_sys_busy(1.0);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (load >= 0)
-        printf("load:       %.2f (1-minute average at start)%s\n", load,
-               load > 0.5 * (double)ncpu ? " - WARNING: the machine is busy, figures will be noisy"
-                                         : "");
+    if (busy >= 0)
+        printf("load:       %.2f of %ld CPUs busy with other work over 1 s at start%s\n", busy,
+               ncpu, busy > 0.5 * (double)ncpu ? " - WARNING: the machine is busy, figures "
+                                                 "will be noisy" : "");
+    else if (load >= 0)
+        printf("load:       %.2f (1-minute average at start, any build just before included)\n",
+               load);
     if (mk_checking())
         printf("WARNING:    memkit was built with its checks on: figures are not release figures\n");
     for (int a = 0; a < BA_COUNT; a++) {
@@ -228,28 +240,40 @@ int main(int argc, char **argv)
                missing);
     bench_dropin_describe(stdout);
     printf("method:     every figure is the median of %d runs; the allocators alternate "
-           "run by run\n            (each runs once, in the order above, then again); "
-           "every ratio is %s / X\n            from the same runs: > 1 means X is faster "
-           "(or smaller) than %s;\n            the drop-ins (a child process per figure) "
-           "against %s: times %s / X,\n            throughput and peak RSS X / %s "
-           "(each table says which)\n",
-           o.runs, bench_col_name(BA_BASELINE), bench_col_name(BA_BASELINE),
-           bench_col_name(BD_COL(BD_BASELINE)), bench_col_name(BD_COL(BD_BASELINE)),
-           bench_col_name(BD_COL(BD_BASELINE)));
+           "run by run\n            (each runs once, in the order above, then again).  "
+           "Every ratio, in every table,\n            reads one way: > 1 = X better than "
+           "the baseline (%s in-process, %s for the\n            drop-ins: a child process "
+           "per figure): baseline / X for times and memory,\n            X / baseline for "
+           "throughput\n",
+           o.runs, bench_col_name(BA_BASELINE), bench_col_name(BD_COL(BD_BASELINE)));
     fflush(stdout);
 
+    /* The tables wait in memory (unless --stream) so that the summary,
+     * known only at the end, can come first. */
+    char *tables = NULL;
+    size_t tables_len = 0;
+    FILE *tout = stream ? stdout : open_memstream(&tables, &tables_len);
+    if (!tout)
+        tout = stdout;
     uint64_t t0 = bench_now_ns();
     for (int w = 0; w < NWORKLOAD; w++) {
         if (!sel[w])
             continue;
         int from = report_nsections();
         workloads[w].run(&o);
-        report_print(stdout, from);
+        report_print(tout, from);
     }
     double secs = (double)(bench_now_ns() - t0) / 1e9;
 
+    if (tout != stdout) {
+        fclose(tout);
+        summary_print(stdout);
+        fwrite(tables, 1, tables_len, stdout);
+        free(tables);
+    }
     int csv_ok = report_write_csv(o.csv_dir) == 0;
     targets_report(stdout, csv_ok ? o.csv_dir : NULL);
+    summary_print(stdout);
     printf("\ntotal time: %.1f s", secs);
     if ((load = bench_sys_load()) >= 0)
         printf("; load average at the end %.2f", load);

@@ -1,11 +1,11 @@
 /*
  * report.c - the results store, the tables on stdout, the CSV files and the
  * progress line on stderr (see report.h for the model: sections, rows,
- * figures, ratios baseline / allocator).
+ * figures, ratios > 1 = better).
  *
  * Tables list one row per cell: the median of each allocator, its ratio to
- * the section's baseline (malloc / X, or X / glibc for throughput and the
- * drop-ins' RSS: the table says which), and the spread (the largest
+ * the section's baseline (> 1 = X better, whatever the quantity: every
+ * table's header says so), and the spread (the largest
  * (max - min) / median over the allocators of the row, in percent) so that a
  * reader can tell a real difference from noise.  Sections whose cells form a
  * chunk-size x live-memory grid (W1) also get the ratios as a matrix.
@@ -41,7 +41,7 @@ void report_set_meta(const char *mode, const char *date)
 int report_section(const char *workload, const char *name, const char *unit,
                    size_t items, const char *about)
 {
-    int sec = report_section_vs(workload, name, unit, BA_BASELINE, REPORT_BASE_OVER_X, 0, about);
+    int sec = report_section_vs(workload, name, unit, BA_BASELINE, REPORT_LOWER_BETTER, 0, about);
     sections[sec].items = items;
     return sec;
 }
@@ -127,8 +127,10 @@ double report_ratio_vs(const bench_row *row, int base, int col)
     const bench_fig *b = &row->fig[base], *x = &row->fig[col];
     if (!b->runs || !x->runs || x->median <= 0 || b->median <= 0)
         return 0;
-    return sections[row->section].ratio == REPORT_BASE_OVER_X ? b->median / x->median
-                                                               : x->median / b->median;
+    /* the one direction: > 1 means X is better (faster, more throughput,
+     * less memory) than @base */
+    return sections[row->section].ratio == REPORT_HIGHER_BETTER ? x->median / b->median
+                                                                    : b->median / x->median;
 }
 
 double report_ratio(const bench_row *row, int col)
@@ -139,10 +141,10 @@ double report_ratio(const bench_row *row, int col)
 const char *report_ratio_text(int sec, int col, char *buf, size_t len)
 {
     const char *base = bench_col_name(sections[sec].baseline), *x = bench_col_name(col);
-    if (sections[sec].ratio == REPORT_BASE_OVER_X)
-        snprintf(buf, len, "%s/%s", base, x);
-    else
+    if (sections[sec].ratio == REPORT_HIGHER_BETTER)
         snprintf(buf, len, "%s/%s", x, base);
+    else
+        snprintf(buf, len, "%s/%s", base, x);
     return buf;
 }
 
@@ -385,19 +387,16 @@ static void print_section(FILE *out, int sec)
 
     fprintf(out, "\n== %s %s: %s ==\n", s->workload, s->name, s->unit);
     put_wrapped(out, s->about, 86);
+    const char *base = bench_col_name(s->baseline);
+    if (s->ratio == REPORT_HIGHER_BETTER)
+        fprintf(out, "  (ratio X / %s: > 1 = X better than %s, more per second)\n", base, base);
+    else
+        fprintf(out, "  (ratio %s / X: > 1 = X better than %s, %s)\n", base, base,
+                strchr(s->unit, 'B') ? "less memory" : "faster");
     if (is_grid(sec)) {
         print_flat(out, sec, ids, n, others, nothers);
     } else {
-        const char *base = bench_col_name(s->baseline);
-        if (s->ratio == REPORT_BASE_OVER_X)
-            fprintf(out, "  (each cell: median, then %s / allocator; > 1: better than %s)\n",
-                    base, base);
-        else if (s->ratio == REPORT_X_OVER_BASE_MORE)
-            fprintf(out, "  (each cell: median, then allocator / %s; > 1: more than %s, "
-                         "better)\n", base, base);
-        else
-            fprintf(out, "  (each cell: median, then allocator / %s; < 1: less than %s, "
-                         "better)\n", base, base);
+        fprintf(out, "  (each cell: the median, then the ratio)\n");
         print_transposed(out, sec, ids, n);
     }
     if (s->footer[0])

@@ -8,14 +8,13 @@
  * allocator or a malloc drop-in, dropin.h): the median, minimum and maximum
  * of its runs.  Each section names its baseline column (the
  * system malloc: `malloc` in-process, `glibc` for the drop-ins) and how
- * its ratio is formed:
- *   REPORT_BASE_OVER_X  baseline / X, for times and (in-process) memory:
- *                       > 1 means X is better (the in-process sections);
- *   REPORT_X_OVER_BASE_MORE  X / baseline, for throughput: > 1 is better;
- *   REPORT_X_OVER_BASE_LESS  X / baseline, for the drop-ins' peak RSS:
- *                       < 1 means X uses less memory.
- * Workloads only record; targets.c reads the rows back to judge the
- * issues' targets.
+ * its figures read:
+ *   REPORT_LOWER_BETTER   times and memory: the ratio is baseline / X;
+ *   REPORT_HIGHER_BETTER  throughput: the ratio is X / baseline.
+ * So every ratio, in every table, the summary and the claims, reads one
+ * way: > 1 means X is better than the baseline (faster, more throughput,
+ * less memory).  Workloads only record; summary.c and targets.c read the
+ * rows back.
  */
 #ifndef BENCH_REPORT_H
 #define BENCH_REPORT_H
@@ -27,7 +26,7 @@
 #include "alloc_iface.h"
 #include "dropin.h"
 
-enum report_ratio_kind { REPORT_BASE_OVER_X, REPORT_X_OVER_BASE_MORE, REPORT_X_OVER_BASE_LESS };
+enum report_ratio_kind { REPORT_LOWER_BETTER, REPORT_HIGHER_BETTER };
 
 /* Section tags, for targets that judge several workloads at once. */
 #define REPORT_DROPIN 0x1u /* a drop-in workload (a child per figure) */

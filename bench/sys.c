@@ -86,6 +86,34 @@ double bench_sys_load(void)
     return load;
 }
 
+/* The busy and total jiffies of all CPUs (the "cpu" line of /proc/stat). */
+static int cpu_jiffies(unsigned long long *busy, unsigned long long *total)
+{
+    char buf[512];
+    unsigned long long v[8] = {0};
+    if (!read_file("/proc/stat", buf, sizeof buf) ||
+        sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+               &v[4], &v[5], &v[6], &v[7]) < 4)
+        return -1;
+    *total = 0;
+    for (int i = 0; i < 8; i++)
+        *total += v[i];
+    *busy = *total - v[3] - v[4]; /* less idle and iowait */
+    return 0;
+}
+
+double bench_sys_busy(double secs)
+{
+    unsigned long long b0, t0, b1, t1;
+    if (cpu_jiffies(&b0, &t0) != 0)
+        return -1;
+    struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+    nanosleep(&ts, NULL);
+    if (cpu_jiffies(&b1, &t1) != 0 || t1 <= t0)
+        return -1;
+    return (double)(b1 - b0) / (double)(t1 - t0) * (double)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 size_t bench_sys_rss(void)
 {
     char buf[256];

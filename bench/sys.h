@@ -25,6 +25,12 @@ void bench_sys_date(char *buf, size_t len);
  *  while the bench starts, other work shares the CPUs and adds noise. */
 double bench_sys_load(void);
 
+/** How many CPUs' worth of work other processes did over the next @p secs
+ *  seconds (from /proc/stat; the caller sleeps meanwhile, so its own share
+ *  is nil), or -1 if unknown.  Unlike the load average this does not
+ *  remember the minute before - the build `make bench` runs first. */
+double bench_sys_busy(double secs);
+
 /** MemAvailable from /proc/meminfo in bytes (0 if unknown). */
 size_t bench_sys_mem_available(void);
 

@@ -44,13 +44,13 @@ void bench_w1m(const bench_opts *o)
     const char *prog = bench_dropin_program(&why);
     int total = (int)(nlive * NCHUNK), cell = 0;
     int sec = report_section_vs(
-        "W1M", "free-oldest", "ns/alloc", BD_COL(BD_glibc), REPORT_BASE_OVER_X,
+        "W1M", "free-oldest", "ns/alloc", BD_COL(BD_glibc), REPORT_LOWER_BETTER,
         REPORT_DROPIN | REPORT_SPEED,
         "ns per allocation through malloc/free (a child process per figure, the drop-in "
         "preloaded), steady state: malloc + touch a chunk, free the oldest (ring of "
         "live/chunk pointers; the fill is not timed)");
     int rsec = report_section_vs(
-        "W1M", "peak-rss", "MiB", BD_COL(BD_glibc), REPORT_X_OVER_BASE_LESS,
+        "W1M", "peak-rss", "MiB", BD_COL(BD_glibc), REPORT_LOWER_BETTER,
         REPORT_DROPIN | REPORT_MEMORY,
         "peak RSS of the whole child process (its VmHWM), the cells from 4 MiB live, "
         "from the same runs; the ring of pointers (live/chunk x 8 bytes) is counted too, the "

@@ -27,7 +27,7 @@ void bench_w2m(const bench_opts *o)
     const char *why = "";
     const char *prog = bench_dropin_program(&why);
     int sec = report_section_vs("W2M", "variant-pool", "ns/iter", BD_COL(BD_glibc),
-                                REPORT_BASE_OVER_X, REPORT_DROPIN | REPORT_SPEED,
+                                REPORT_LOWER_BETTER, REPORT_DROPIN | REPORT_SPEED,
                                 "ns per iteration through malloc/free (a child process per "
                                 "figure, the drop-in preloaded): malloc an object, write every "
                                 "word, read it, free it (ring: read and free the oldest of 1000 "

@@ -200,9 +200,9 @@ void bench_w3(const bench_opts *o)
              "then 0.5 s with no allocation (at least until 1 s after the peak); sampled every "
              "10 ms from inside the child; memkit:<mode> = memkit with MEMKIT_PURGE=<mode>",
              ops / 1000000);
-    int rsec = report_section_vs("W3", "rss", "MiB", BD_COL(BD_glibc), REPORT_X_OVER_BASE_LESS,
+    int rsec = report_section_vs("W3", "rss", "MiB", BD_COL(BD_glibc), REPORT_LOWER_BETTER,
                                  REPORT_DROPIN | REPORT_MEMORY, about);
-    int tsec = report_section_vs("W3", "time", "ms", BD_COL(BD_glibc), REPORT_BASE_OVER_X,
+    int tsec = report_section_vs("W3", "time", "ms", BD_COL(BD_glibc), REPORT_LOWER_BETTER,
                                  REPORT_DROPIN | REPORT_SPEED,
                                  "wall time of the churn phase (fill + 40M free/malloc; an "
                                  "allocator's background purging runs on the same CPU and is "

@@ -66,10 +66,10 @@ void bench_w6(const bench_opts *o)
         snprintf(about, sizeof about, "%s; %llu mallocs per run; millions of mallocs (each "
                  "with its free) per second", pat->about, ops);
         int sec = report_section_vs("W6", pat->name, "Mops/s", BD_COL(BD_glibc),
-                                    REPORT_X_OVER_BASE_MORE, REPORT_DROPIN | REPORT_SPEED, about);
+                                    REPORT_HIGHER_BETTER, REPORT_DROPIN | REPORT_SPEED, about);
         snprintf(rname, sizeof rname, "%s-rss", pat->name);
         int rsec = report_section_vs("W6", rname, "MiB", BD_COL(BD_glibc),
-                                     REPORT_X_OVER_BASE_LESS, REPORT_DROPIN | REPORT_MEMORY,
+                                     REPORT_LOWER_BETTER, REPORT_DROPIN | REPORT_MEMORY,
                                      "peak RSS of the whole child process (its VmHWM), "
                                      "from the same runs");
         for (size_t ti = 0; ti < NTHREADS; ti++) {

@@ -106,10 +106,10 @@ void bench_w7(const bench_opts *o)
              "builds and frees a hash of 1,000,000 strings; python3 (%s, PYTHONMALLOC=malloc) "
              "churns dicts, lists and strings and does a JSON round trip",
              progs[0].path ? progs[0].path : "missing", progs[1].path ? progs[1].path : "missing");
-    int sec = report_section_vs("W7", "time", "s", BD_COL(BD_glibc), REPORT_BASE_OVER_X,
+    int sec = report_section_vs("W7", "time", "s", BD_COL(BD_glibc), REPORT_LOWER_BETTER,
                                 REPORT_DROPIN | REPORT_SPEED, about);
     int rsec = report_section_vs("W7", "peak-rss", "MiB", BD_COL(BD_glibc),
-                                 REPORT_X_OVER_BASE_LESS, REPORT_DROPIN | REPORT_MEMORY,
+                                 REPORT_LOWER_BETTER, REPORT_DROPIN | REPORT_MEMORY,
                                  "peak RSS of the program (its ru_maxrss), from the same runs");
     for (int k = 0; k < total; k++) {
         const struct prog *p = &progs[k];

@@ -29,10 +29,10 @@ void bench_w8(const bench_opts *o)
              "microseconds per iteration: free the oldest of 4 live blocks, malloc one of "
              "64 KiB..32 MiB (log-uniform), write one byte per 4 KiB page; %u iterations",
              iters);
-    int sec = report_section_vs("W8", "time", "us/iter", BD_COL(BD_glibc), REPORT_BASE_OVER_X,
+    int sec = report_section_vs("W8", "time", "us/iter", BD_COL(BD_glibc), REPORT_LOWER_BETTER,
                                 REPORT_DROPIN | REPORT_SPEED, about);
     int rsec = report_section_vs("W8", "peak-rss", "MiB", BD_COL(BD_glibc),
-                                 REPORT_X_OVER_BASE_LESS, REPORT_DROPIN | REPORT_MEMORY,
+                                 REPORT_LOWER_BETTER, REPORT_DROPIN | REPORT_MEMORY,
                                  "peak RSS of the whole child process (its VmHWM), from "
                                  "the same runs; the 4 live blocks hold ~22 MiB on average");
     const char *cell = "64KiB-32MiB, 4 live";

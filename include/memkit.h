@@ -68,12 +68,20 @@ extern "C" {
 #define MK_VERSION_PATCH 0
 #define MK_VERSION_STRING "0.2.0"
 
+/* MK_MALLOC_LIKE: the result is a new chunk that aliases nothing.  It
+ * does not warn when the result is ignored: a chunk belongs to its context
+ * and goes with its reset, so dropping one is not always a bug, and a
+ * deliberate `(void)mk_strdup(...)` must compile quietly.  MK_MUST_USE
+ * marks the calls whose result it is always a bug to ignore (mk_realloc:
+ * the chunk may have moved). */
 #if defined(__GNUC__) || defined(__clang__)
 #define MK_API __attribute__((visibility("default")))
-#define MK_MALLOC_LIKE __attribute__((malloc, warn_unused_result))
+#define MK_MALLOC_LIKE __attribute__((malloc))
+#define MK_MUST_USE __attribute__((warn_unused_result))
 #else
 #define MK_API
 #define MK_MALLOC_LIKE
+#define MK_MUST_USE
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -289,8 +297,10 @@ MK_API char *mk_strdup(mk_ctx *ctx, const char *s) MK_MALLOC_LIKE;
  *         MK_SLAB chunks cannot grow past the slab's size: NULL (EINVAL).
  *         A @p that is not the start of a live chunk (freed, inside a
  *         chunk, not memkit's) is reported as mk_free reports it, NULL.
+ *         The compiler warns when the result is ignored (always a bug:
+ *         the chunk may have moved).
  */
-MK_API void *mk_realloc(void *p, size_t size);
+MK_API void *mk_realloc(void *p, size_t size) MK_MUST_USE;
 
 /**
  * Free chunk @p p; any thread may call it.  NULL is ignored.  On an MK_BUMP
@@ -500,23 +510,38 @@ typedef struct mk_pool_front {
 #define MK_POOL_COPY_(d, s, n) memcpy(d, s, n)
 #endif
 
+/* The header is C11 and C++11 (and later) alike: MK_POOL_DECLARE expands in
+ * the program's own code, so it uses alignof and the named casts in C++
+ * (clean under -Wold-style-cast) and _Alignof and plain casts in C. */
+#ifdef __cplusplus
+#define MK_ALIGNOF_(T) alignof(T)
+#define MK_REINTERPRET_CAST_(T, p) reinterpret_cast<T>(p)
+#define MK_STATIC_CAST_(T, v) static_cast<T>(v)
+#else
+#define MK_ALIGNOF_(T) _Alignof(T)
+#define MK_REINTERPRET_CAST_(T, p) ((T)(void *)(p))
+#define MK_STATIC_CAST_(T, v) ((T)(v))
+#endif
+
 /* The second word of an object. */
 static inline uintptr_t mk_pool_word1_(const void *obj)
 {
     uintptr_t w;
-    MK_POOL_COPY_(&w, (const char *)obj + sizeof(void *), sizeof w);
+    MK_POOL_COPY_(&w, MK_STATIC_CAST_(const char *, obj) + sizeof(void *),
+                  sizeof w);
     return w;
 }
 
 /** As mk_pool_alloc(), inline for the common case. */
 static inline void *mk_pool_get(mk_pool *pool)
 {
-    mk_pool_front *f = (mk_pool_front *)(void *)pool;
+    mk_pool_front *f = MK_REINTERPRET_CAST_(mk_pool_front *, pool);
     void *obj = f->head;
     if (obj) {
         uintptr_t live = 0;
         MK_POOL_COPY_(&f->head, obj, sizeof(void *));
-        MK_POOL_COPY_((char *)obj + sizeof(void *), &live, sizeof live);
+        MK_POOL_COPY_(MK_STATIC_CAST_(char *, obj) + sizeof(void *), &live,
+                      sizeof live);
         return obj;
     }
     return mk_pool_alloc(pool);
@@ -527,14 +552,15 @@ static inline void *mk_pool_get(mk_pool *pool)
  * mk_pool_free, which reports it. */
 static inline void mk_pool_put(mk_pool *pool, void *obj)
 {
-    mk_pool_front *f = (mk_pool_front *)(void *)pool;
-    uintptr_t off = (uintptr_t)obj - f->lo, key = f->key;
-    if (off < f->span && (uint32_t)((uint32_t)off * f->magic) < f->limit &&
+    mk_pool_front *f = MK_REINTERPRET_CAST_(mk_pool_front *, pool);
+    uintptr_t off = MK_REINTERPRET_CAST_(uintptr_t, obj) - f->lo, key = f->key;
+    if (off < f->span && MK_STATIC_CAST_(uint32_t, off * f->magic) < f->limit &&
         mk_pool_word1_(obj) != key) {
         /* (two stores apart: the next get reads the first word alone, and
          * a 16-byte store of both words would not forward to it) */
         void *next = f->head;
-        MK_POOL_COPY_((char *)obj + sizeof(void *), &key, sizeof key);
+        MK_POOL_COPY_(MK_STATIC_CAST_(char *, obj) + sizeof(void *), &key,
+                      sizeof key);
         f->head = obj;
         MK_POOL_COPY_(obj, &next, sizeof(void *));
         return;
@@ -555,25 +581,27 @@ static inline void mk_pool_put(mk_pool *pool, void *obj)
  *     vec3_free(vp, v);
  *     vec3_pool_delete(vp);
  */
-#define MK_POOL_DECLARE(T, NAME)                                             \
-    typedef struct NAME##_pool NAME##_pool;                                  \
-    static inline NAME##_pool *NAME##_pool_new(const char *label,           \
-                                               unsigned flags)              \
-    {                                                                        \
-        return (NAME##_pool *)mk_pool_new(label, sizeof(T), _Alignof(T),     \
-                                          flags);                            \
-    }                                                                        \
-    static inline T *NAME##_alloc(NAME##_pool *pool)                         \
-    {                                                                        \
-        return (T *)mk_pool_get((mk_pool *)pool);                            \
-    }                                                                        \
-    static inline void NAME##_free(NAME##_pool *pool, T *obj)                \
-    {                                                                        \
-        mk_pool_put((mk_pool *)pool, obj);                                   \
-    }                                                                        \
-    static inline void NAME##_pool_delete(NAME##_pool *pool)                 \
-    {                                                                        \
-        mk_pool_delete((mk_pool *)pool);                                     \
+#define MK_POOL_DECLARE(T, NAME)                                              \
+    typedef struct NAME##_pool NAME##_pool;                                   \
+    static inline NAME##_pool *NAME##_pool_new(const char *label,             \
+                                               unsigned flags)                \
+    {                                                                         \
+        return MK_REINTERPRET_CAST_(                                          \
+            NAME##_pool *,                                                    \
+            mk_pool_new(label, sizeof(T), MK_ALIGNOF_(T), flags));            \
+    }                                                                         \
+    static inline T *NAME##_alloc(NAME##_pool *pool)                          \
+    {                                                                         \
+        return MK_STATIC_CAST_(                                               \
+            T *, mk_pool_get(MK_REINTERPRET_CAST_(mk_pool *, pool)));         \
+    }                                                                         \
+    static inline void NAME##_free(NAME##_pool *pool, T *obj)                 \
+    {                                                                         \
+        mk_pool_put(MK_REINTERPRET_CAST_(mk_pool *, pool), obj);              \
+    }                                                                         \
+    static inline void NAME##_pool_delete(NAME##_pool *pool)                  \
+    {                                                                         \
+        mk_pool_delete(MK_REINTERPRET_CAST_(mk_pool *, pool));                \
     }
 
 /* ------------------------------------------------------------------------ */

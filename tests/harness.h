@@ -4,7 +4,10 @@
  * A test file defines `static void test_x(void)` functions and a main() that
  * calls RUN(test_x) for each, then `return th_done();`.  Checks do not stop
  * the test; REQUIRE* return from the (void) test function on failure, for
- * when going on would crash (a NULL pointer about to be used).
+ * when going on would crash (a NULL pointer about to be used), and
+ * REQUIRE_RET(cond, value) returns @value from a function that returns one.
+ * (tests/CMakeLists.txt compiles the tests with -Werror=return-type: a bare
+ * REQUIRE in a function returning a value is an error, not a warning.)
  *
  *     CHECK(cond)              any condition
  *     CHECK_EQ(a, b) ...       integers (and pointers cast to uintptr_t);
@@ -155,6 +158,16 @@ static void th_fail(const char *file, int line, const char *fmt, ...)
     } while (0)
 
 #define REQUIRE_NOT_NULL(p) REQUIRE((p) != NULL)
+
+/* As REQUIRE, in a function that returns a value: return @value. */
+#define REQUIRE_RET(cond, value)                                            \
+    do {                                                                    \
+        th_checks++;                                                        \
+        if (!(cond)) {                                                      \
+            th_fail(__FILE__, __LINE__, "REQUIRE(%s)", #cond);              \
+            return value;                                                   \
+        }                                                                   \
+    } while (0)
 
 /* Run one test function and report it. */
 #define RUN(fn) th_run(#fn, fn)

@@ -1,6 +1,6 @@
 /*
  * install/uses_malloc.c - a consumer linked with libmemkit-malloc (through
- * pkg-config memkit-malloc or CMake's memkit::malloc) gets memkit's malloc
+ * pkg-config memkit-malloc or CMake's memkit::memkit-malloc) gets memkit's malloc
  * without LD_PRELOAD: a chunk from malloc() belongs to the calling
  * thread's memkit context.  Exit status 0 if so.
  */

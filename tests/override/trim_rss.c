@@ -62,13 +62,13 @@ static void sleep_ms(long ms)
 }
 
 /* malloc TOTAL bytes in blocks of @size, every byte written; returns the
- * number of blocks. */
+ * number of blocks (those before a failed malloc). */
 static size_t grow(size_t size, int id)
 {
     size_t n = TOTAL / size;
     for (size_t i = 0; i < n; i++) {
         blocks[i] = malloc(size);
-        REQUIRE_NOT_NULL(blocks[i]);
+        REQUIRE_RET(blocks[i] != NULL, i);
         memset(blocks[i], id + (int)(i % 7), size);
     }
     return n;

@@ -171,6 +171,33 @@ static void test_view(void)
     CHECK_STR_HAS(v, "(pid 4242: a process the program started");
     free(v);
 
+    /* A wrapper (pid 17, little committed) and the program it ran (4242):
+     * two records; the view shows the one that held the most, and what
+     * the wrapper held.  Either order. */
+    static const char wrapper[] =
+        "{\"schema\":\"memkit-process-stats\",\"version\":1,\"pid\":17,"
+        "\"os\":{\"reserved_bytes\":4194304,\"committed_bytes\":8192,"
+        "\"calls\":3,\"segments\":1},\"purge\":{\"mode\":\"dontneed\","
+        "\"delay_ms\":100,\"purged_bytes\":0,\"passes\":0},"
+        "\"heap\":{\"segment_committed_bytes\":8192,\"page_bytes\":4096,"
+        "\"huge_chunks\":0,\"huge_bytes\":0,\"huge_cached_bytes\":0,"
+        "\"meta_bytes\":4096},\"classes\":[]}\n";
+    char both[4096];
+    for (int order = 0; order < 2; order++) {
+        snprintf(both, sizeof both, "%s%s", order ? memkit_line : wrapper,
+                 order ? wrapper : memkit_line);
+        v = view(both, 17, &ret);
+        CHECK_EQ(ret, 0);
+        CHECK_STR_HAS(v, "memkit's view at exit (pid 4242: of the 2 processes on memkit, the "
+                         "one that held the most; the program, pid 17, held 8.0 KiB)\n");
+        CHECK_STR_HAS(v, "  committed   462.0 KiB of 4.2 MiB reserved");
+        free(v);
+        v = view(both, 4242, &ret);
+        CHECK_STR_HAS(v, "(pid 4242, the program: of the 2 processes on memkit, it held the "
+                         "most)\n");
+        free(v);
+    }
+
     v = view("", 1, &ret);
     CHECK_EQ(ret, -1);
     CHECK_STR_HAS(v, "memkit's view: none: ");

@@ -14,6 +14,8 @@
  *                 the grandchild (an orphan) holds MIB MiB for 300 ms; the
  *                 program waits for it through a pipe (EOF when it has
  *                 exited: it cannot waitpid an orphan), sleeps 100 ms
+ *   keep MIB      allocate MIB MiB, touch it and exit holding it (memkit's
+ *                 figures at exit show it committed)
  *   fail          exit 1
  *   kill          SIGKILL itself (status 137 through memkit-run)
  *   garbage       write "{not json" into $MEMKIT_STATS_FILE, _exit(0)
@@ -103,6 +105,11 @@ int main(int argc, char **argv)
         release(v, n);
         sleep_ms(300);
         return 3;
+    }
+    if (strcmp(mode, "keep") == 0) {
+        size_t n;
+        grab(mib, &n);
+        return 0;
     }
     if (strcmp(mode, "fork") == 0) {
         pid_t pid = fork();

@@ -26,6 +26,17 @@
  * shorter than the interval, or a program shorter than one sample, is not
  * missed (the sampled peak, a sum over processes, wins for process trees).
  *
+ * memkit's figures: every process on memkit writes one record to
+ * MEMKIT_STATS_FILE at its exit, truncating the file.  So the tool makes
+ * that file a FIFO it reads while the program runs: every record is kept
+ * (a wrapper script's and the program's it starts), and the view shows
+ * the process that held the most (view.c).  The tool holds a write end of
+ * its own, so the FIFO never reads as hung up between writers; when the
+ * program has ended it removes the FIFO before the last read, so a
+ * process still running writes a plain file at its exit instead (the note
+ * says where).  Where a FIFO cannot be made, a plain file: the last
+ * process to exit wins.
+ *
  * The series grows by doubling and is kept whole, so the chart and files
  * see every sample: 32 bytes a sample, 55 MB a day at the default
  * interval (a run of days wants a longer --interval).
@@ -40,6 +51,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -171,6 +184,97 @@ static void report(FILE *out, const run *r, const char *cmd)
     }
 }
 
+/* memkit's records, read from the FIFO (see the opening comment). */
+typedef struct stats_pipe {
+    char path[PATH_MAX]; /* the FIFO, or a plain file; "" if none */
+    char dir[PATH_MAX];  /* the FIFO's private directory; "" for a file */
+    int rd, wr;          /* the FIFO's ends, -1 if a plain file */
+    char *buf;
+    size_t len, cap;
+} stats_pipe;
+
+#define STATS_MAX (4u << 20) /* records beyond this many bytes are dropped */
+
+static void stats_drain(stats_pipe *sp)
+{
+    if (sp->rd < 0)
+        return;
+    for (;;) {
+        if (sp->cap - sp->len < 4096 && sp->cap < STATS_MAX) {
+            size_t cap = sp->cap ? sp->cap * 2 : 65536;
+            char *b = realloc(sp->buf, cap);
+            if (b) {
+                sp->buf = b;
+                sp->cap = cap;
+            }
+        }
+        char sink[4096];
+        int keep = sp->cap - sp->len >= 1;
+        ssize_t n = keep ? read(sp->rd, sp->buf + sp->len, sp->cap - sp->len)
+                         : read(sp->rd, sink, sizeof sink);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        if (keep)
+            sp->len += (size_t)n;
+    }
+}
+
+/* Make the FIFO (or, failing that, a plain file); 0, or -1 with none. */
+static int stats_open(stats_pipe *sp)
+{
+    const char *tmp = getenv("TMPDIR");
+    tmp = tmp && *tmp ? tmp : "/tmp";
+    sp->rd = sp->wr = -1;
+    snprintf(sp->dir, sizeof sp->dir, "%s/memkit-run.XXXXXX", tmp);
+    if (mkdtemp(sp->dir) &&
+        snprintf(sp->path, sizeof sp->path, "%.*s/stats", PATH_MAX - 8, sp->dir) > 0) {
+        if (mkfifo(sp->path, 0600) == 0 &&
+            (sp->rd = open(sp->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) >= 0 &&
+            (sp->wr = open(sp->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) >= 0)
+            return 0;
+        if (sp->rd >= 0)
+            close(sp->rd);
+        sp->rd = -1;
+        unlink(sp->path);
+        rmdir(sp->dir);
+    }
+    sp->dir[0] = '\0';
+    snprintf(sp->path, sizeof sp->path, "%s/memkit-run.XXXXXX", tmp);
+    int fd = mkstemp(sp->path);
+    if (fd < 0) {
+        fprintf(stderr, "memkit-run: no temporary file for memkit's "
+                        "figures (%s): %s\n", sp->path, strerror(errno));
+        sp->path[0] = '\0';
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+/* The program has ended: remove the FIFO, read what is left, close it.
+ * A plain file is read whole. */
+static void stats_close(stats_pipe *sp)
+{
+    if (sp->rd >= 0) {
+        unlink(sp->path);
+        rmdir(sp->dir);
+        stats_drain(sp);
+        close(sp->wr);
+        close(sp->rd);
+        sp->rd = sp->wr = -1;
+        return;
+    }
+    int fd = open(sp->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    sp->rd = fd;
+    stats_drain(sp);
+    close(fd);
+    sp->rd = -1;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -249,27 +353,20 @@ int main(int argc, char **argv)
     }
     /* memkit's view: its exit handler writes into a file of ours, unless
      * the user asked for MEMKIT_STATS their own way */
-    char stats[PATH_MAX] = "";
+    stats_pipe sp = {.rd = -1, .wr = -1};
     int user_stats = getenv("MEMKIT_STATS") != NULL;
-    if (r.lib && !user_stats) {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(stats, sizeof stats, "%s/memkit-run.XXXXXX",
-                 tmp && *tmp ? tmp : "/tmp");
-        int fd = mkstemp(stats);
-        if (fd < 0) {
-            fprintf(stderr, "memkit-run: no temporary file for memkit's "
-                            "figures (%s): %s\n", stats, strerror(errno));
-            stats[0] = '\0';
-        } else {
-            close(fd);
-        }
-    }
+    if (r.lib && !user_stats)
+        stats_open(&sp);
+    const char *stats = sp.path;
 
     double t0 = now_s();
     pid_t pid = mr_launch_start(prog, r.lib, stats[0] ? stats : NULL, &fail);
     if (pid < 0) {
-        if (stats[0])
+        if (sp.rd >= 0)
+            stats_close(&sp);
+        else if (stats[0])
             unlink(stats);
+        free(sp.buf);
         if (csv_f)
             fclose(csv_f);
         mr_sample_delete(sampler);
@@ -305,9 +402,13 @@ int main(int argc, char **argv)
             wait = 0;
         struct timespec ts = {(time_t)wait,
                               (long)((wait - (double)(time_t)wait) * 1e9)};
-        struct pollfd pfd = {wake_fd, POLLIN, 0};
-        if (ppoll(&pfd, 1, &ts, NULL) > 0)
-            mr_launch_drain(wake_fd);
+        struct pollfd pfd[2] = {{wake_fd, POLLIN, 0}, {sp.rd, POLLIN, 0}};
+        if (ppoll(pfd, sp.rd >= 0 ? 2 : 1, &ts, NULL) > 0) {
+            if (pfd[0].revents)
+                mr_launch_drain(wake_fd);
+            if (sp.rd >= 0 && pfd[1].revents)
+                stats_drain(&sp);
+        }
     }
     mr_launch_done();
     r.wall_s = t_end;
@@ -317,6 +418,9 @@ int main(int argc, char **argv)
     r.seen_procs = mr_sample_seen(sampler);
     mr_sample_delete(sampler);
 
+    int fifo = sp.rd >= 0;
+    if (stats[0])
+        stats_close(&sp);
     char cmd[512];
     command_line(cmd, sizeof cmd, prog);
     report(stderr, &r, cmd);
@@ -326,16 +430,20 @@ int main(int argc, char **argv)
             fprintf(stderr, "memkit's view: not collected (MEMKIT_STATS is "
                             "set: memkit reports where it was told)\n");
         else if (stats[0])
-            mr_view_print(stderr, stats, pid);
+            mr_view_print_text(stderr, sp.buf ? sp.buf : "", sp.len, pid);
     }
+    free(sp.buf);
     /* processes still running may write the file when they exit (memkit
-     * creates it again if it is gone): then it stays, and the note says
-     * where; else it goes */
-    if (stats[0] && r.still_running > 0)
+     * creates it, a plain file, if it is gone): then it stays, and the
+     * note says where; else it goes */
+    if (stats[0] && r.still_running > 0) {
+        if (fifo)
+            mkdir(sp.dir, 0700);
         fprintf(stderr, "  note        memkit's figures of those still "
                         "running go to %s at their exit\n", stats);
-    else if (stats[0])
+    } else if (stats[0] && !fifo) {
         unlink(stats);
+    }
 
     if (csv_f || svg)
         fputc('\n', stderr);

@@ -12,7 +12,8 @@
  * '-': no temporary file, gnuplot 4.6 and later).  gnuplot is optional:
  * when it is not there, or fails (an old version, a broken install: its
  * exit status, or a file without "<svg"), the tool writes a plain SVG
- * itself: axes with round ticks, labels, the RSS line and the private
+ * itself: axes with round ticks, labels with their units (time in s,
+ * resident memory in MiB), the RSS line and the private
  * dirty line (dashed), a legend.  That SVG is plain XML: text is escaped,
  * and bytes outside printable ASCII in a title (a program's arguments)
  * become '?', so the file is valid whatever the command line held.
@@ -126,7 +127,7 @@ int mr_plot_svg_builtin(FILE *f, const mr_series *s, const char *title)
     fprintf(f, "<text x=\"%.1f\" y=\"%d\">time (s)</text>\n", LEFT + pw / 2,
             H - 12);
     fprintf(f, "<text x=\"16\" y=\"%.1f\" transform=\"rotate(-90 16 %.1f)\">"
-               "MiB</text>\n</g>\n", TOP + ph / 2, TOP + ph / 2);
+               "resident memory (MiB)</text>\n</g>\n", TOP + ph / 2, TOP + ph / 2);
     fprintf(f, "<g stroke=\"black\" stroke-width=\"1\">\n"
                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%.1f\"/>\n"
                "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n</g>\n",
@@ -206,7 +207,7 @@ static void gp_script(FILE *f, const char *path, const mr_series *s,
     gp_str(f, path);
     fprintf(f, "\nset title ");
     gp_str(f, title);
-    fprintf(f, "\nset xlabel 'time (s)'\nset ylabel 'MiB'\nset grid\n"
+    fprintf(f, "\nset xlabel 'time (s)'\nset ylabel 'resident memory (MiB)'\nset grid\n"
                "set key top right\nset yrange [0:*]\nset xrange [0:*]\n");
     fprintf(f, "plot '-' using 1:2 with lines lw 2 title 'RSS'");
     if (dirty)

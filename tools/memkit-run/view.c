@@ -18,10 +18,12 @@
  * unknown schema, a missing field or a file that is not JSON gives one
  * line saying so, never figures that might be wrong.
  *
- * Every process that ran on memkit writes the file when it exits, and
- * each truncates it: the last one to exit wins, normally the program
- * (it waits for its children).  The pid in the file says whose figures
- * these are; when it is not the program's, the view says so.  An empty
+ * Every process that ran on memkit writes its record when it exits.
+ * memkit-run makes the file a FIFO and keeps every record (main.c); the
+ * view shows the process that held the most at its exit, which for a
+ * wrapper script is the program it runs, not the wrapper.  The pid says
+ * whose figures these are; when it is not the program's, the view says
+ * so, with what the program itself held.  An empty
  * file means nobody wrote: the program was killed, left through _exit,
  * or exec'd something that does not run on memkit.
  */
@@ -61,8 +63,11 @@ static long long need(const mr_json *obj, const char *section,
     return v;
 }
 
-int mr_view_print_text(FILE *out, const char *text, size_t len,
-                       pid_t program)
+/* One record (one JSON object) in words.  @nrec: how many records the
+ * run left; @prog_committed: the program's own committed bytes (-1 if it
+ * left no record). */
+static int print_record(FILE *out, const char *text, size_t len, pid_t program, int nrec,
+                        long long prog_committed)
 {
     size_t ws = 0;
     while (ws < len && strchr(" \t\r\n", text[ws]))
@@ -118,12 +123,23 @@ int mr_view_print_text(FILE *out, const char *text, size_t len,
     }
 
     char a[32], b[32], c[32], d[32];
-    if (pid == program)
+    if (pid == program && nrec <= 1)
         fprintf(out, "memkit's view at exit (pid %lld, the program)\n", pid);
-    else
+    else if (pid == program)
+        fprintf(out, "memkit's view at exit (pid %lld, the program: of the %d processes on "
+                     "memkit, it held the most)\n", pid, nrec);
+    else if (nrec <= 1)
         fprintf(out, "memkit's view at exit (pid %lld: a process the program "
-                     "started, the last on memkit to exit; the program was "
+                     "started, the only one on memkit to report; the program was "
                      "pid %d)\n", pid, (int)program);
+    else {
+        if (prog_committed >= 0)
+            mr_view_bytes(a, sizeof a, (double)prog_committed);
+        fprintf(out, "memkit's view at exit (pid %lld: of the %d processes on memkit, the "
+                     "one that held the most; the program, pid %d, %s%s)\n", pid, nrec,
+                (int)program, prog_committed >= 0 ? "held " : "left no figures",
+                prog_committed >= 0 ? a : "");
+    }
     mr_view_bytes(a, sizeof a, (double)committed);
     mr_view_bytes(b, sizeof b, (double)reserved);
     fprintf(out, "  committed   %s of %s reserved (%lld segment%s, %lld OS "
@@ -153,6 +169,51 @@ int mr_view_print_text(FILE *out, const char *text, size_t len,
         fprintf(out, " (the largest, by bytes of pages)\n");
     mr_json_free(j);
     return 0;
+}
+
+/* committed_bytes and pid of one record, or -1 if it is not one. */
+static int record_key(const char *text, size_t len, long long *committed, long long *pid)
+{
+    char err[8];
+    mr_json *j = mr_json_parse(text, len, err, sizeof err);
+    if (!j)
+        return -1;
+    int ok = mr_json_int(j, "pid", pid) == 0 &&
+             mr_json_int(mr_json_get(j, "os"), "committed_bytes", committed) == 0;
+    mr_json_free(j);
+    return ok ? 0 : -1;
+}
+
+/* Every process on memkit writes one record, one line, at its exit (a
+ * wrapper script and what it runs: several).  The one shown is the one
+ * that held the most at its exit - committed bytes, the program's record
+ * on a tie - since a wrapper that starts the real work holds almost
+ * nothing; the header says whose it is and what the program held. */
+int mr_view_print_text(FILE *out, const char *text, size_t len, pid_t program)
+{
+    const char *best = NULL, *p = text, *end = text + len;
+    size_t best_len = 0;
+    long long best_committed = -1, prog_committed = -1;
+    int nrec = 0;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        long long committed, pid;
+        if (record_key(p, n, &committed, &pid) == 0) {
+            nrec++;
+            if (pid == program)
+                prog_committed = committed;
+            if (committed > best_committed || (committed == best_committed && pid == program)) {
+                best = p;
+                best_len = n;
+                best_committed = committed;
+            }
+        }
+        p += n + 1;
+    }
+    if (nrec <= 1 || !best) /* one record, or none readable: as it is */
+        return print_record(out, text, len, program, nrec, prog_committed);
+    return print_record(out, best, best_len, program, nrec, prog_committed);
 }
 
 int mr_view_print(FILE *out, const char *path, pid_t program)
