@@ -123,6 +123,18 @@ int mk_ctx_stats_json(const mk_ctx *ctx, FILE *out)
 
 static const char *const purge_names[] = {"off", "dontneed", "free", "unmap"};
 
+static const char *purge_name(void)
+{
+    long mode = mki_option(MKI_OPT_PURGE);
+    return purge_names[mode >= 0 && mode <= 3 ? mode : 0];
+}
+
+/* The program's name (glibc's, set before main; no allocation). */
+static const char *program(void)
+{
+    return program_invocation_short_name ? program_invocation_short_name : "?";
+}
+
 static void jkey(mki_line *l, const char *key, size_t v, int comma)
 {
     if (comma)
@@ -132,39 +144,12 @@ static void jkey(mki_line *l, const char *key, size_t v, int comma)
     mki_line_num(l, (long long)v);
 }
 
-void mki_stats_json_process(int fd)
+/* The size classes holding the most bytes of small pages, largest first:
+ * their indexes in @top (at most 8); returns how many. */
+static int top_classes(int top[8])
 {
-    mk_process_figures p;
-    mki_malloc_figures m;
-    mk_process_stats(&p);
-    mki_segment_figures(&m);
-    mki_line l = {.len = 0, .stream = fd + 1};
-    mki_line_str(&l, "{\"schema\":\"memkit-process-stats\",\"version\":1,");
-    jkey(&l, "pid", (size_t)getpid(), 0);
-    mki_line_str(&l, ",\"os\":{");
-    jkey(&l, "reserved_bytes", p.os_reserved, 0);
-    jkey(&l, "committed_bytes", p.os_committed, 1);
-    jkey(&l, "calls", p.os_calls, 1);
-    jkey(&l, "segments", p.segments, 1);
-    mki_line_str(&l, "},\"purge\":{\"mode\":");
-    long mode = mki_option(MKI_OPT_PURGE);
-    mki_line_json_str(&l, purge_names[mode >= 0 && mode <= 3 ? mode : 0]);
-    mki_line_str(&l, ",\"delay_ms\":");
-    mki_line_num(&l, mki_option(MKI_OPT_PURGE_DELAY_MS));
-    jkey(&l, "purged_bytes", p.purged_bytes, 1);
-    jkey(&l, "passes", p.purge_passes, 1);
-    mki_line_str(&l, "},\"heap\":{");
-    jkey(&l, "segment_committed_bytes", m.segment_bytes, 0);
-    jkey(&l, "page_bytes", m.page_bytes, 1);
-    jkey(&l, "huge_chunks", m.huge_count, 1);
-    jkey(&l, "huge_bytes", m.huge_bytes, 1);
-    jkey(&l, "huge_cached_bytes", m.huge_cached, 1);
-    jkey(&l, "meta_bytes", p.meta_bytes, 1);
-    /* the size classes holding the most bytes of small pages, largest
-     * first (at most 8) */
-    mki_line_str(&l, "},\"classes\":[");
-    int shown[MKI_NCLASS] = {0};
-    for (int k = 0; k < 8; k++) {
+    int shown[MKI_NCLASS] = {0}, k = 0;
+    for (; k < 8; k++) {
         int best = -1;
         size_t most = 0;
         for (int c = 0; c < MKI_NCLASS; c++) {
@@ -178,12 +163,60 @@ void mki_stats_json_process(int fd)
         if (best < 0)
             break;
         shown[best] = 1;
-        mki_line_str(&l, k ? ",{" : "{");
-        jkey(&l, "chunk_size", mki_class_size[best], 0);
-        jkey(&l, "page_bytes", most, 1);
-        mki_line_str(&l, "}");
+        top[k] = best;
     }
-    mki_line_str(&l, "]}\n");
+    return k;
+}
+
+static size_t class_bytes(int c)
+{
+    return atomic_load_explicit(&mki_general_class_bytes[c], memory_order_relaxed);
+}
+
+static void json_process(mki_line *l)
+{
+    mk_process_figures p;
+    mki_malloc_figures m;
+    mk_process_stats(&p);
+    mki_segment_figures(&m);
+    mki_line_str(l, "{\"schema\":\"memkit-process-stats\",\"version\":1,");
+    jkey(l, "pid", (size_t)getpid(), 0);
+    mki_line_str(l, ",\"program\":");
+    mki_line_json_str(l, program());
+    mki_line_str(l, ",\"os\":{");
+    jkey(l, "reserved_bytes", p.os_reserved, 0);
+    jkey(l, "committed_bytes", p.os_committed, 1);
+    jkey(l, "committed_peak_bytes", mki_os_committed_peak(), 1);
+    jkey(l, "calls", p.os_calls, 1);
+    jkey(l, "segments", p.segments, 1);
+    mki_line_str(l, "},\"purge\":{\"mode\":");
+    mki_line_json_str(l, purge_name());
+    mki_line_str(l, ",\"delay_ms\":");
+    mki_line_num(l, mki_option(MKI_OPT_PURGE_DELAY_MS));
+    jkey(l, "purged_bytes", p.purged_bytes, 1);
+    jkey(l, "passes", p.purge_passes, 1);
+    mki_line_str(l, "},\"heap\":{");
+    jkey(l, "segment_committed_bytes", m.segment_bytes, 0);
+    jkey(l, "page_bytes", m.page_bytes, 1);
+    jkey(l, "huge_chunks", m.huge_count, 1);
+    jkey(l, "huge_bytes", m.huge_bytes, 1);
+    jkey(l, "huge_cached_bytes", m.huge_cached, 1);
+    jkey(l, "meta_bytes", p.meta_bytes, 1);
+    mki_line_str(l, "},\"classes\":[");
+    int top[8], n = top_classes(top);
+    for (int k = 0; k < n; k++) {
+        mki_line_str(l, k ? ",{" : "{");
+        jkey(l, "chunk_size", mki_class_size[top[k]], 0);
+        jkey(l, "page_bytes", class_bytes(top[k]), 1);
+        mki_line_str(l, "}");
+    }
+    mki_line_str(l, "]}\n");
+}
+
+void mki_stats_json_process(int fd)
+{
+    mki_line l = {.len = 0, .stream = fd + 1};
+    json_process(&l);
     mki_line_flush(&l);
 }
 
@@ -197,40 +230,124 @@ void mk_process_stats(mk_process_figures *out)
     mki_purge_figures(&out->purged_bytes, &out->purge_passes);
 }
 
-/* One "name value" line of the process figures. */
-static void figure(int fd, const char *name, size_t v)
+/* @v bytes in the unit a person reads: "512 B", "3.1 MiB". */
+static void human(mki_line *l, size_t v)
 {
-    mki_line l = {.len = 0};
-    mki_line_str(&l, "memkit: ");
-    mki_line_str(&l, name);
-    mki_line_str(&l, " ");
-    mki_line_num(&l, (long long)v);
-    mki_line_write(&l, fd);
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    size_t whole = v, tenths = 0;
+    while (whole >= 1024 && u < 4) {
+        tenths = (whole % 1024) * 10 / 1024;
+        whole /= 1024;
+        u++;
+    }
+    mki_line_num(l, (long long)whole);
+    if (u) {
+        mki_line_str(l, ".");
+        mki_line_num(l, (long long)tenths);
+    }
+    mki_line_str(l, " ");
+    mki_line_str(l, units[u]);
 }
 
-void mki_stats_print_process(int fd)
+/* One "memkit: name value" line of the process figures; bytes get their
+ * human form after them: "memkit: page_bytes 3276800 (3.1 MiB)". */
+static void figure(mki_line *l, int fd, const char *name, size_t v, int bytes)
+{
+    mki_line_str(l, "memkit: ");
+    mki_line_str(l, name);
+    mki_line_str(l, " ");
+    mki_line_num(l, (long long)v);
+    if (bytes) {
+        mki_line_str(l, " (");
+        human(l, v);
+        mki_line_str(l, ")");
+    }
+    mki_line_write(l, fd);
+}
+
+static void text_process(mki_line *l, int fd)
 {
     mk_process_figures p;
     mki_malloc_figures m;
     mk_process_stats(&p);
     mki_segment_figures(&m);
-    figure(fd, "os_reserved_bytes", p.os_reserved);
-    figure(fd, "os_committed_bytes", p.os_committed);
-    figure(fd, "os_calls", p.os_calls);
-    figure(fd, "segments", p.segments);
-    figure(fd, "segment_committed_bytes", m.segment_bytes);
-    figure(fd, "page_bytes", m.page_bytes);
-    figure(fd, "huge_chunks", m.huge_count);
-    figure(fd, "huge_bytes", m.huge_bytes);
-    figure(fd, "huge_cached_bytes", m.huge_cached);
-    figure(fd, "meta_bytes", p.meta_bytes);
-    figure(fd, "purged_bytes", p.purged_bytes);
-    figure(fd, "purge_passes", p.purge_passes);
+    mki_line_str(l, "memkit: process ");
+    mki_line_num(l, (long long)getpid());
+    mki_line_str(l, " ");
+    mki_line_str(l, program());
+    mki_line_write(l, fd);
+    figure(l, fd, "os_reserved_bytes", p.os_reserved, 1);
+    figure(l, fd, "os_committed_bytes", p.os_committed, 1);
+    figure(l, fd, "os_committed_peak_bytes", mki_os_committed_peak(), 1);
+    figure(l, fd, "os_calls", p.os_calls, 0);
+    figure(l, fd, "segments", p.segments, 0);
+    mki_line_str(l, "memkit: purge_mode ");
+    mki_line_str(l, purge_name());
+    mki_line_write(l, fd);
+    mki_line_str(l, "memkit: purge_delay_ms ");
+    mki_line_num(l, mki_option(MKI_OPT_PURGE_DELAY_MS));
+    mki_line_write(l, fd);
+    figure(l, fd, "purged_bytes", p.purged_bytes, 1);
+    figure(l, fd, "purge_passes", p.purge_passes, 0);
+    figure(l, fd, "segment_committed_bytes", m.segment_bytes, 1);
+    figure(l, fd, "page_bytes", m.page_bytes, 1);
+    figure(l, fd, "huge_chunks", m.huge_count, 0);
+    figure(l, fd, "huge_bytes", m.huge_bytes, 1);
+    figure(l, fd, "huge_cached_bytes", m.huge_cached, 1);
+    figure(l, fd, "meta_bytes", p.meta_bytes, 1);
+    int top[8], n = top_classes(top);
+    for (int k = 0; k < n; k++) {
+        mki_line_str(l, "memkit: class ");
+        mki_line_num(l, (long long)mki_class_size[top[k]]);
+        mki_line_str(l, " B: page_bytes ");
+        mki_line_num(l, (long long)class_bytes(top[k]));
+        mki_line_str(l, " (");
+        human(l, class_bytes(top[k]));
+        mki_line_str(l, ")");
+        mki_line_write(l, fd);
+    }
 }
 
-/* MEMKIT_STATS: the process figures on stderr when the program ends (a
- * destructor: it runs after main returns and after exit's handlers, and
- * prints without allocating). */
+void mki_stats_print_process(int fd)
+{
+    mki_line l = {.len = 0};
+    text_process(&l, fd);
+}
+
+/* MEMKIT_STATS_FILE with %p (the pid), %e (the program's name) and %%
+ * expanded into @out (as core_pattern does); 0, or -1 if it does not fit. */
+static int stats_path(const char *pattern, char *out, size_t cap)
+{
+    mki_line l = {.len = 0};
+    for (const char *c = pattern; *c; c++) {
+        if (c[0] == '%' && c[1] == 'p') {
+            mki_line_num(&l, (long long)getpid());
+            c++;
+        } else if (c[0] == '%' && c[1] == 'e') {
+            mki_line_str(&l, program());
+            c++;
+        } else if (c[0] == '%' && c[1] == '%') {
+            mki_line_str(&l, "%");
+            c++;
+        } else {
+            char one[2] = {*c, 0};
+            mki_line_str(&l, one);
+        }
+    }
+    if (l.len >= cap || l.len >= sizeof l.buf - 2)
+        return -1;
+    for (size_t i = 0; i < l.len; i++)
+        out[i] = l.buf[i];
+    out[l.len] = '\0';
+    return 0;
+}
+
+/* MEMKIT_STATS: the process figures when the program ends (a destructor:
+ * it runs after main returns and after exit's handlers, and prints
+ * without allocating), on stderr or appended to MEMKIT_STATS_FILE, as one
+ * write: the records of processes that share the file (a program and the
+ * ones it forks or execs) do not interleave, and each names its process. */
 __attribute__((destructor)) static void stats_at_exit(void)
 {
     long how = mki_option(MKI_OPT_STATS);
@@ -238,15 +355,19 @@ __attribute__((destructor)) static void stats_at_exit(void)
         return;
     int fd = STDERR_FILENO;
     const char *file = getenv("MEMKIT_STATS_FILE");
-    if (file && *file) {
-        fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    char path[256];
+    if (file && *file && stats_path(file, path, sizeof path) == 0) {
+        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (fd < 0)
             fd = STDERR_FILENO;
     }
+    char record[8192];
+    mki_line l = {.len = 0, .sink = record, .sink_cap = sizeof record};
     if (how == 2)
-        mki_stats_json_process(fd);
+        json_process(&l);
     else
-        mki_stats_print_process(fd);
+        text_process(&l, fd);
+    mki_line_sink_write(&l, fd);
     if (fd != STDERR_FILENO)
         close(fd);
 }

@@ -78,6 +78,12 @@ typedef struct mki_line {
     size_t len;
     int stream; /* 0: one line, cut when full; fd + 1: written out to fd
                    whenever full (longer texts, e.g. JSON) */
+    /* With a sink, whatever would be written goes on its end instead (cut
+     * at sink_cap): a record assembled on the caller's stack, then
+     * written with one write(2) (mki_line_sink_write), so that records of
+     * processes appending to one file or pipe do not interleave. */
+    char *sink;
+    size_t sink_len, sink_cap;
 } mki_line;
 void mki_line_str(mki_line *l, const char *s); /* NULL prints nothing */
 void mki_line_ptr(mki_line *l, const void *p); /* 0x... */
@@ -89,6 +95,8 @@ void mki_line_json_str(mki_line *l, const char *s);
 void mki_line_write(mki_line *l, int fd);
 /* Stream mode: write out what is buffered (no newline). */
 void mki_line_flush(mki_line *l);
+/* Write the sink's record to @fd in one write(2) (retried for the rest). */
+void mki_line_sink_write(mki_line *l, int fd);
 
 /* ---- error.c: reporting ------------------------------------------- */
 /*

@@ -8,12 +8,30 @@
  * A line holds at most MKI_LINE_MAX - 2 characters; anything longer is cut
  * (a message is one line, and a cut line is better than an allocation).
  * In stream mode the buffer is written out whenever it fills, so a long
- * text (MEMKIT_STATS=json) goes out in pieces, still without allocating.
+ * text (MEMKIT_STATS=json) goes out in pieces, still without allocating;
+ * with a sink (a caller's buffer) the pieces gather there and go out in
+ * one write, a record that does not interleave with another process's.
  */
 
 #include "base.h"
 
 #include <unistd.h>
+
+static void write_all(int fd, const char *buf, size_t len);
+
+/* Where the buffered bytes go: the sink, else the file. */
+static void out(mki_line *l, int fd, const char *buf, size_t len)
+{
+    if (l->sink) {
+        size_t room = l->sink_cap - l->sink_len;
+        size_t n = len < room ? len : room;
+        for (size_t i = 0; i < n; i++)
+            l->sink[l->sink_len + i] = buf[i];
+        l->sink_len += n;
+        return;
+    }
+    write_all(fd, buf, len);
+}
 
 static void write_all(int fd, const char *buf, size_t len)
 {
@@ -27,15 +45,15 @@ static void write_all(int fd, const char *buf, size_t len)
 
 void mki_line_flush(mki_line *l)
 {
-    if (l->stream)
-        write_all(l->stream - 1, l->buf, l->len);
+    if (l->stream || l->sink)
+        out(l, l->stream - 1, l->buf, l->len);
     l->len = 0;
 }
 
 static void put_char(mki_line *l, char c)
 {
     if (l->len >= sizeof l->buf - 2) {
-        if (!l->stream)
+        if (!l->stream && !l->sink)
             return; /* one line: cut */
         mki_line_flush(l);
     }
@@ -108,6 +126,13 @@ void mki_line_num(mki_line *l, long long v)
 void mki_line_write(mki_line *l, int fd)
 {
     l->buf[l->len++] = '\n';
-    write_all(fd, l->buf, l->len);
+    out(l, fd, l->buf, l->len);
     l->len = 0;
+}
+
+void mki_line_sink_write(mki_line *l, int fd)
+{
+    mki_line_flush(l);
+    write_all(fd, l->sink, l->sink_len);
+    l->sink_len = 0;
 }

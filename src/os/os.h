@@ -198,6 +198,7 @@ unsigned long long mki_os_now_ns(void);
 /* Counters (relaxed atomics; exact when no other thread is allocating). */
 size_t mki_os_reserved(void);
 size_t mki_os_committed(void);
+size_t mki_os_committed_peak(void); /* the most mki_os_committed has been */
 size_t mki_os_calls(void);
 
 /*

@@ -28,6 +28,21 @@
 
 static _Atomic size_t reserved_bytes;
 static _Atomic size_t committed_bytes;
+static _Atomic size_t committed_peak; /* the high-water mark of committed_bytes */
+
+/* @add more bytes committed: count them and raise the peak (slow paths
+ * only: an OS call or about to make one). */
+static void count_committed(size_t add)
+{
+    size_t now = atomic_fetch_add_explicit(&committed_bytes, add,
+                                           memory_order_relaxed) + add;
+    size_t peak = atomic_load_explicit(&committed_peak, memory_order_relaxed);
+    while (now > peak &&
+           !atomic_compare_exchange_weak_explicit(&committed_peak, &peak, now,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+}
 static _Atomic size_t os_calls;
 static _Atomic long fail_countdown; /* 0: off; 1: the next request fails */
 static _Atomic int fail_repeat;
@@ -130,8 +145,7 @@ void *mki_os_resize(void *p, size_t size, size_t new_size, size_t align,
     }
     atomic_fetch_add_explicit(&reserved_bytes, new_size - size,
                               memory_order_relaxed);
-    atomic_fetch_add_explicit(&committed_bytes, new_size - size,
-                              memory_order_relaxed);
+    count_committed(new_size - size);
     return q;
 }
 
@@ -222,7 +236,7 @@ int mki_os_commit(void *p, size_t size)
         errno = ENOMEM;
         return -1;
     }
-    atomic_fetch_add_explicit(&committed_bytes, size, memory_order_relaxed);
+    count_committed(size);
     return 0;
 }
 
@@ -267,6 +281,7 @@ __attribute__((constructor)) static void fail_from_environment(void)
 
 size_t mki_os_reserved(void) { return atomic_load(&reserved_bytes); }
 size_t mki_os_committed(void) { return atomic_load(&committed_bytes); }
+size_t mki_os_committed_peak(void) { return atomic_load(&committed_peak); }
 size_t mki_os_calls(void) { return atomic_load(&os_calls); }
 
 _Thread_local uintptr_t mki_os_self __attribute__((tls_model("initial-exec"))) = 1;

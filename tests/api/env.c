@@ -25,6 +25,11 @@
  *    starts (before what the child printed after its first call);
  *  - MEMKIT_STATS=1 / text prints "memkit: name value" lines at exit whose
  *    values are the child's mk_process_stats at the end of main;
+ *  - MEMKIT_STATS=text also names the process (pid and program), the
+ *    committed peak, the purge mode and delay and the size classes, and
+ *    gives bytes in a person's units too;
+ *  - MEMKIT_STATS_FILE is appended to (two processes: two records) and
+ *    expands %p, %e and %%;
  *  - MEMKIT_STATS=json / 2 with MEMKIT_STATS_FILE: the file holds exactly
  *    one JSON object (json.h parses it strictly), schema
  *    "memkit-process-stats", version 1, with the child's pid, its
@@ -316,6 +321,27 @@ static void test_stats_text(void)
                  value_after(out, "memkit: page_bytes ") / 2);
         CHECK_EQ(lines_with(out, "memkit: huge_cached_bytes "), 1);
     }
+    /* the same figures as the JSON: the process, the peak, the purge
+     * policy, the classes; bytes also in a person's units */
+    const char *env[] = {"MEMKIT_STATS=text", "MEMKIT_PURGE=unmap",
+                         "MEMKIT_PURGE_DELAY_MS=250", NULL};
+    rs_expect_ok("work", env, out, sizeof out);
+    char want[128];
+    snprintf(want, sizeof want, "memkit: process %lld respawned\n",
+             value_after(out, "child: pid ")); /* (the child's argv[0]) */
+    CHECK_STR_HAS(out, want);
+    CHECK_GE(value_after(out, "memkit: os_committed_peak_bytes "),
+             value_after(out, "memkit: os_committed_bytes "));
+    CHECK_STR_HAS(out, "memkit: purge_mode unmap\n");
+    CHECK_STR_HAS(out, "memkit: purge_delay_ms 250\n");
+    CHECK_STR_HAS(out, "memkit: huge_chunks 1\n"); /* (a count: no unit) */
+    CHECK_STR_HAS(out, " MiB)\n");
+    CHECK_STR_HAS(out, " B: page_bytes ");
+    CHECK_GE(lines_with(out, "memkit: class "), 2);
+    CHECK_GE(value_after(out, "memkit: class 48 B: page_bytes ") +
+                 value_after(out, "memkit: class 64 B: page_bytes ") +
+                 value_after(out, "memkit: class 80 B: page_bytes "),
+             960000LL);
 }
 
 /* Check the process-stats JSON @text against the child's output. */
@@ -336,6 +362,7 @@ static void check_process_json(const char *text, const char *child_out,
     CHECK_STR_EQ(jn_str(doc, "schema"), "memkit-process-stats");
     CHECK_EQ(jn_int(doc, "version", &ok), 1LL);
     CHECK_EQ(jn_int(doc, "pid", &ok), value_after(child_out, "child: pid "));
+    CHECK_STR_EQ(jn_str(doc, "program"), "respawned"); /* (its argv[0]) */
     const jn *os = jn_get(doc, "os"), *purge = jn_get(doc, "purge");
     const jn *heap = jn_get(doc, "heap"), *classes = jn_get(doc, "classes");
     REQUIRE(os && purge && heap && classes);
@@ -345,6 +372,9 @@ static void check_process_json(const char *text, const char *child_out,
              value_after(child_out, "child: os_committed_bytes "));
     CHECK_EQ(jn_int(os, "calls", &ok),
              value_after(child_out, "child: os_calls "));
+    CHECK_GE(jn_int(os, "committed_peak_bytes", &ok),
+             jn_int(os, "committed_bytes", &ok));
+    CHECK_GE(jn_int(os, "committed_peak_bytes", &ok), (long long)(5 * MiB));
     CHECK_EQ(jn_int(os, "segments", &ok),
              value_after(child_out, "child: segments "));
     CHECK_STR_EQ(jn_str(purge, "mode"), mode);
@@ -433,6 +463,42 @@ static const char *json_line(const char *text, char *line, size_t cap)
     return line;
 }
 
+/* MEMKIT_STATS_FILE is appended to, one record per process, and %p, %e
+ * and %% expand to the pid, the program's name and a percent sign. */
+static void test_stats_file_append_and_pattern(void)
+{
+    char path[96], var[128];
+    snprintf(path, sizeof path, "/tmp/memkit-env-append-%ld.json", (long)getpid());
+    snprintf(var, sizeof var, "MEMKIT_STATS_FILE=%s", path);
+    unlink(path);
+    const char *env[] = {"MEMKIT_STATS=json", var, NULL};
+    long long pids[2];
+    for (int i = 0; i < 2; i++) {
+        rs_expect_ok("work", env, out, sizeof out);
+        pids[i] = value_after(out, "child: pid ");
+    }
+    char *text = read_file(path);
+    REQUIRE_NOT_NULL(text);
+    CHECK_EQ(lines_with(text, "{\"schema\":\"memkit-process-stats\""), 2);
+    char want[64];
+    for (int i = 0; i < 2; i++) {
+        snprintf(want, sizeof want, "\"pid\":%lld,", pids[i]);
+        CHECK_STR_HAS(text, want);
+    }
+    unlink(path);
+
+    snprintf(var, sizeof var, "MEMKIT_STATS_FILE=/tmp/memkit-env-%%e-%%p-100%%%%.json");
+    const char *env2[] = {"MEMKIT_STATS=text", var, NULL};
+    rs_expect_ok("work", env2, out, sizeof out);
+    snprintf(path, sizeof path, "/tmp/memkit-env-respawned-%lld-100%%.json",
+             value_after(out, "child: pid "));
+    text = read_file(path);
+    CHECK_NOT_NULL(text);
+    if (text)
+        CHECK_GE(value_after(text, "memkit: os_calls "), 1LL);
+    unlink(path);
+}
+
 static void test_stats_json_stderr(void)
 {
     static char line[1 << 14];
@@ -462,5 +528,6 @@ int main(int argc, char **argv)
     RUN(test_stats_text);
     RUN(test_stats_json_file);
     RUN(test_stats_json_stderr);
+    RUN(test_stats_file_append_and_pattern);
     return th_done();
 }
