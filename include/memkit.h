@@ -446,6 +446,18 @@ typedef struct mk_pool mk_pool;
 MK_API mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
                             unsigned flags);
 
+/**
+ * As mk_pool_new(), with the pool in context @p parent's tree: its memory
+ * shows in the statistics of @p parent (mk_ctx_stats with recurse,
+ * mk_ctx_stats_print and mk_ctx_stats_json, where it reads as kind
+ * "pool"), and a delete or reset of @p parent deletes the pool, as it
+ * deletes any child, without a leak report (mk_pool_delete still reports).
+ * The pool must then not be used again.  NULL @p parent: mk_pool_new().
+ * Thread rule: @p parent's (the call links a child into its tree).
+ */
+MK_API mk_pool *mk_pool_new_in(mk_ctx *parent, const char *name, size_t size,
+                               size_t align, unsigned flags);
+
 /** An object from @p pool, or NULL (errno ENOMEM). */
 MK_API void *mk_pool_alloc(mk_pool *pool) MK_MALLOC_LIKE;
 
@@ -571,7 +583,9 @@ static inline void mk_pool_put(mk_pool *pool, void *obj)
 /**
  * Declare a typed pool for C type @p T: a distinct handle type
  * NAME_pool and the functions NAME_pool_new(label, flags),
- * NAME_alloc(pool) -> T *, NAME_free(pool, T *), NAME_pool_delete(pool).
+ * NAME_pool_new_in(parent, label, flags), NAME_alloc(pool) -> T *,
+ * NAME_free(pool, T *), NAME_pool_delete(pool) and NAME_stats(pool,
+ * mk_stats *) (as mk_pool_stats).
  * The compiler then refuses to free a T into a pool of another type.
  *
  *     typedef struct { double x, y, z; } vec3;
@@ -590,6 +604,13 @@ static inline void mk_pool_put(mk_pool *pool, void *obj)
             NAME##_pool *,                                                    \
             mk_pool_new(label, sizeof(T), MK_ALIGNOF_(T), flags));            \
     }                                                                         \
+    static inline NAME##_pool *NAME##_pool_new_in(                            \
+        mk_ctx *parent, const char *label, unsigned flags)                    \
+    {                                                                         \
+        return MK_REINTERPRET_CAST_(                                          \
+            NAME##_pool *, mk_pool_new_in(parent, label, sizeof(T),           \
+                                          MK_ALIGNOF_(T), flags));            \
+    }                                                                         \
     static inline T *NAME##_alloc(NAME##_pool *pool)                          \
     {                                                                         \
         return MK_STATIC_CAST_(                                               \
@@ -602,6 +623,11 @@ static inline void mk_pool_put(mk_pool *pool, void *obj)
     static inline void NAME##_pool_delete(NAME##_pool *pool)                  \
     {                                                                         \
         mk_pool_delete(MK_REINTERPRET_CAST_(mk_pool *, pool));                \
+    }                                                                         \
+    static inline int NAME##_stats(const NAME##_pool *pool, mk_stats *out)    \
+    {                                                                         \
+        return mk_pool_stats(MK_REINTERPRET_CAST_(const mk_pool *, pool),     \
+                             out);                                            \
     }
 
 /* ------------------------------------------------------------------------ */

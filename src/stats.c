@@ -8,12 +8,21 @@
 #include "stats.h"
 #include "page/purge.h"
 #include "ctx/general.h"
+#include "ctx/slab.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* A context's kind as reports name it: a typed pool's slabs are "pool". */
+static const char *kind_name(const mk_ctx *c)
+{
+    if (c->kind == MK_SLAB && ((const mki_slab *)c)->pool)
+        return "pool";
+    return mki_kinds[c->kind]->name;
+}
 
 static void print_line(FILE *out, int depth, const char *name,
                        const char *kind, const mk_stats *s)
@@ -34,7 +43,7 @@ void mk_ctx_stats_print(const mk_ctx *ctx, FILE *out)
         mk_stats s;
         mki_ctx_stats_one(c, &s);
         mki_ctx_stats_add(&total, &s);
-        print_line(out, depth, c->name, mki_kinds[c->kind]->name, &s);
+        print_line(out, depth, c->name, kind_name(c), &s);
         /* pre-order walk keeping the depth */
         if (c->first_child) {
             c = c->first_child;
@@ -98,7 +107,7 @@ int mk_ctx_stats_json(const mk_ctx *ctx, FILE *out)
         mki_ctx_stats_add(&total, &st);
         fprintf(out, "{\"name\":");
         json_name(out, c->name);
-        fprintf(out, ",\"kind\":\"%s\",", mki_kinds[c->kind]->name);
+        fprintf(out, ",\"kind\":\"%s\",", kind_name(c));
         json_figures(out, &st);
         fprintf(out, ",\"children\":[");
         if (c->first_child) {

@@ -398,7 +398,15 @@ static void add_stats(mki_page *pg, void *arg)
 
 static void slab_stats(const mk_ctx *ctx, mk_stats *out)
 {
-    each_page(slab((mk_ctx *)ctx), add_stats, out);
+    mki_slab *s = slab((mk_ctx *)ctx);
+    each_page(s, add_stats, out);
+    /* a pool's front: its objects are free for the program, live for the
+     * page (so that every walk of the tree counts them as free) */
+    size_t in_front = 0;
+    for (void *o = s->front ? s->front->head : NULL; o; o = *(void **)o)
+        in_front++;
+    out->chunks -= in_front;
+    out->bytes_used -= in_front * s->slot;
 }
 
 /* mk_ctx_trim: the spare page, and the current page if it holds nothing

@@ -135,8 +135,25 @@ static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
     mk_ctx *slab;
 } cache;
 
+/* The pool's root is going (mk_pool_delete, or the delete or reset of the
+ * context it is a child of): the pool goes with it. */
+static void pool_gone(void *arg)
+{
+    mk_pool *pool = arg;
+    pthread_mutex_destroy(&pool->lock);
+    if (cache.pool == pool)
+        cache.pool = NULL;
+    mki_meta_free(pool, sizeof *pool);
+}
+
 mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
                      unsigned flags)
+{
+    return mk_pool_new_in(NULL, name, size, align, flags);
+}
+
+mk_pool *mk_pool_new_in(mk_ctx *parent, const char *name, size_t size,
+                        size_t align, unsigned flags)
 {
     if (size == 0 || (align & (align - 1)) != 0) {
         errno = EINVAL;
@@ -146,9 +163,15 @@ mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
     if (!pool)
         return NULL;
     mk_ctx_opts opts = {.chunk_size = size, .chunk_align = align};
-    pool->root = mk_ctx_new(NULL, name, MK_SLAB, &opts);
+    pool->root = mk_ctx_new(parent, name, MK_SLAB, &opts);
     if (!pool->root) {
         mki_meta_free(pool, sizeof *pool);
+        return NULL;
+    }
+    if (mk_ctx_on_reset(pool->root, pool_gone, pool) != 0) {
+        mk_ctx_delete(pool->root);
+        mki_meta_free(pool, sizeof *pool);
+        errno = ENOMEM;
         return NULL;
     }
     ((mki_slab *)pool->root)->pool = pool;
@@ -326,14 +349,7 @@ int mk_pool_stats(const mk_pool *pool, mk_stats *out)
     pthread_mutex_unlock((pthread_mutex_t *)&pool->lock);
     if (r != 0)
         return -1;
-    /* objects in the front are free for the program, live for the slab */
-    size_t slot = ((const mki_slab *)pool->root)->slot;
-    size_t in_front = 0;
-    for (void *o = pool->front.head; o; o = *(void **)o)
-        in_front++;
-    out->chunks -= in_front;
-    out->bytes_used -= in_front * slot;
-    out->bytes_free = out->bytes_reserved - out->bytes_used;
+    /* (objects in the front count as free: the slab's figures say so) */
     return 0;
 }
 
@@ -350,9 +366,5 @@ void mk_pool_delete(mk_pool *pool)
     if (st.chunks)
         mki_error_leak("mk_pool_delete", "pool", pool->name, "object", st.chunks,
                        st.chunks * pool->size);
-    mk_ctx_delete(pool->root);
-    pthread_mutex_destroy(&pool->lock);
-    if (cache.pool == pool)
-        cache.pool = NULL;
-    mki_meta_free(pool, sizeof *pool);
+    mk_ctx_delete(pool->root); /* and the pool with it (pool_gone) */
 }

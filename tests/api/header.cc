@@ -141,6 +141,18 @@ static void test_typed_pools()
         exercise(lp, line64_alloc, line64_free, 64);
         line64_pool_delete(lp);
     }
+    // In a context's tree, with its figures.
+    mk_ctx *parent = mk_ctx_new(nullptr, "parent", MK_GENERAL, nullptr);
+    CHECK(parent != nullptr);
+    vec3_pool *in = vec3_pool_new_in(parent, "vec3-in", 0);
+    CHECK(in != nullptr);
+    vec3 *v = vec3_alloc(in);
+    CHECK(v != nullptr);
+    mk_stats st;
+    CHECK(vec3_stats(in, &st) == 0);
+    CHECK(st.chunks == 1);
+    vec3_free(in, v);
+    mk_ctx_delete(parent); // the pool goes with it
 }
 
 static void test_untyped_pool()

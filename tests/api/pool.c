@@ -355,6 +355,83 @@ static void test_leak_report_handler(void)
     CHECK_STR_EQ(out, "[memkit: mk_pool_delete(): pool \"handled\": 4 objects (256 bytes) leaked]");
 }
 
+/* A pool made in a context's tree: its memory is in the context's figures
+ * and reports (kind "pool"), objects in its front count as free, a typed
+ * pool has NAME_stats, and a reset or delete of the parent takes the pool
+ * with it, quietly. */
+typedef struct { long a, b, c; } trio;
+MK_POOL_DECLARE(trio, trio)
+
+static int tree_reports;
+static void count_report(const char *line, void *arg)
+{
+    (void)arg;
+    printf("  report: %s\n", line);
+    tree_reports++;
+}
+
+static void test_pool_in_tree(void)
+{
+    mk_ctx *req = mk_ctx_new(NULL, "request", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(req);
+    mk_pool *p = mk_pool_new_in(req, "objs", 40, 0, 0);
+    REQUIRE_NOT_NULL(p);
+    void *o[10];
+    for (int i = 0; i < 10; i++)
+        REQUIRE_NOT_NULL(o[i] = mk_pool_get(p));
+    for (int i = 0; i < 4; i++)
+        mk_pool_put(p, o[i]); /* into the front, where it has one */
+    mk_stats mine, all, pst;
+    CHECK_EQ(mk_ctx_stats(req, &mine, 0), 0);
+    CHECK_EQ(mk_ctx_stats(req, &all, 1), 0);
+    CHECK_EQ(mk_pool_stats(p, &pst), 0);
+    CHECK_EQ(mine.chunks, 0u);
+    CHECK_EQ(pst.chunks, 6u);
+    CHECK_EQ(all.chunks, 6u);
+    CHECK_EQ(all.contexts, 2u);
+    CHECK_GE(all.bytes_used, 6u * 40);
+    CHECK_GE(all.bytes_reserved, pst.bytes_reserved);
+
+    char buf[4096] = "";
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    REQUIRE_NOT_NULL(f);
+    mk_ctx_stats_print(req, f);
+    fclose(f);
+    CHECK_STR_HAS(buf, "request (general)");
+    CHECK_STR_HAS(buf, "  objs (pool)");
+    CHECK_STR_HAS(buf, " 6 chunks\n");
+    char json[4096] = "";
+    f = fmemopen(json, sizeof json, "w");
+    REQUIRE_NOT_NULL(f);
+    CHECK_EQ(mk_ctx_stats_json(req, f), 0);
+    fclose(f);
+    CHECK_STR_HAS(json, "\"name\":\"objs\",\"kind\":\"pool\"");
+
+    trio_pool *tp = trio_pool_new_in(req, "trios", 0);
+    REQUIRE_NOT_NULL(tp);
+    trio *t = trio_alloc(tp);
+    REQUIRE_NOT_NULL(t);
+    CHECK_EQ(trio_stats(tp, &pst), 0);
+    CHECK_EQ(pst.chunks, 1u);
+    CHECK_EQ(mk_ctx_stats(req, &all, 1), 0);
+    CHECK_EQ(all.chunks, 7u);
+
+    /* a reset of the parent deletes both pools (no report: their objects
+     * go with the request), and the request goes on */
+    tree_reports = 0;
+    mk_set_error_handler(count_report, NULL);
+    mk_ctx_reset(req);
+    mk_set_error_handler(NULL, NULL);
+    CHECK_EQ(tree_reports, 0);
+    CHECK_EQ(mk_ctx_stats(req, &all, 1), 0);
+    CHECK_EQ(all.contexts, 1u);
+    CHECK_EQ(all.chunks, 0u);
+    p = mk_pool_new_in(req, "again", 24, 0, MK_POOL_THREADSAFE);
+    REQUIRE_NOT_NULL(p);
+    REQUIRE_NOT_NULL(mk_pool_alloc(p));
+    mk_ctx_delete(req); /* and a delete */
+}
+
 int main(void)
 {
     instrumented = mki_instrument_active();
@@ -368,5 +445,6 @@ int main(void)
     RUN(test_threadsafe_single_thread);
     RUN(test_leak_report);
     RUN(test_leak_report_handler);
+    RUN(test_pool_in_tree);
     return th_done();
 }

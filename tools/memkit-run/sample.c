@@ -9,7 +9,10 @@
  *   Private_Dirty  /proc/PID/smaps_rollup (Linux 4.14+): pages only this
  *                  process has written: what the allocator really costs,
  *                  without the shared libraries; -1 when the kernel has no
- *                  smaps_rollup.
+ *                  smaps_rollup.  Where it has, the resident figure is that
+ *                  file's Rss, read with Private_Dirty in one read (the
+ *                  same as VmRSS, of the same instant: a process growing
+ *                  between two reads gave dirty > rss).
  * A zombie has no VmRSS and is not counted: after exit its memory is gone.
  * Summing VmRSS counts a page shared by a parent and its forked child
  * twice, as the kernel's own accounting would charge each of them.
@@ -262,8 +265,15 @@ int mr_sample_take(mr_sampler *s, pid_t program, mr_sample *out)
         if (rss < 0)
             continue;
         snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)s->tree[i]);
-        long dirty = s->rollup && slurp(s, path) > 0
-                         ? field(s, "Private_Dirty") : -1;
+        long dirty = -1;
+        if (s->rollup && slurp(s, path) > 0) {
+            /* both figures from one read, so that they are of one instant
+             * (VmRSS, read before, may have grown since) */
+            dirty = field(s, "Private_Dirty");
+            long rollup_rss = field(s, "Rss");
+            if (rollup_rss >= 0)
+                rss = rollup_rss;
+        }
         out->rss_kib += rss;
         if (!s->rollup)
             out->dirty_kib = -1;
