@@ -15,7 +15,9 @@
  * inside a context of memkit's own.
  */
 
-#include "internal.h"
+#include "check/check.h"
+#include "heap/heap.h"
+#include "page/purge.h"
 #include "pool/pool.h"
 
 /* ---- the base: an option changed --------------------------------------------- */

@@ -1,8 +1,8 @@
 /*
- * internal.h - every layer's header at once: for the tests of internals
- * and for the few files at the top that bind the layers together.  Code
- * of a layer includes its own layer's header and those below it, never
- * this one (tests/layers.sh checks it).
+ * internal.h - every layer's header at once, for the tests of internals
+ * only.  No file of src/ includes it: code of a layer includes its own
+ * layer's header and those below it, and bind.c the ones it binds
+ * (tests/layers.sh checks both).
  */
 #ifndef MKI_INTERNAL_H
 #define MKI_INTERNAL_H

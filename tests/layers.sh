@@ -25,7 +25,7 @@ rank() {
     pool/*) echo 6 ;;
     stats.h | stats.c) echo 7 ;;
     override/*) echo 8 ;;
-    bind.c | internal.h) echo 9 ;;
+    bind.c | internal.h) echo 9 ;; # (internal.h: included by no file of src/)
     *) echo "layers.sh: $1 is in no layer (add it to the list)" >&2; echo 99 ;;
     esac
 }
@@ -38,6 +38,11 @@ for f in $files; do
     dir=$(dirname "$f")
     for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
         case $inc in memkit.h) continue ;; esac
+        case $inc in */internal.h | internal.h)
+            echo "layers.sh: $f includes internal.h, the tests' umbrella" >&2
+            bad=1
+            continue ;;
+        esac
         # resolve the path the compiler would: next to the file, else src/
         if [ -f "$dir/$inc" ]; then
             t=$(realpath -m --relative-to=. "$dir/$inc")
