@@ -26,16 +26,16 @@
  * shorter than the interval, or a program shorter than one sample, is not
  * missed (the sampled peak, a sum over processes, wins for process trees).
  *
- * memkit's figures: every process on memkit writes one record to
- * MEMKIT_STATS_FILE at its exit, truncating the file.  So the tool makes
- * that file a FIFO it reads while the program runs: every record is kept
- * (a wrapper script's and the program's it starts), and the view shows
+ * memkit's figures: every process on memkit appends one record to
+ * MEMKIT_STATS_FILE at its exit, in one write.  The tool makes that file a
+ * FIFO it reads while the program runs, so that the records of a wrapper
+ * script and of the program it starts are all read, and the view shows
  * the process that held the most (view.c).  The tool holds a write end of
  * its own, so the FIFO never reads as hung up between writers; when the
  * program has ended it removes the FIFO before the last read, so a
  * process still running writes a plain file at its exit instead (the note
- * says where).  Where a FIFO cannot be made, a plain file: the last
- * process to exit wins.
+ * says where).  Where a FIFO cannot be made, a plain file, read whole at
+ * the end: it holds every record too.
  *
  * The series grows by doubling and is kept whole, so the chart and files
  * see every sample: 32 bytes a sample, 55 MB a day at the default
