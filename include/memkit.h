@@ -29,14 +29,16 @@
  * NULL contexts: a NULL context is no context, with one rule for every
  * function that takes one.  A call that would put something in it fails:
  * mk_alloc, mk_alloc_zero, mk_alloc_aligned, mk_alloc_array, mk_strdup
- * return NULL and mk_ctx_on_reset -1, with errno EINVAL.  A call that
+ * return NULL and mk_ctx_on_reset and mk_ctx_set_parent -1, with errno
+ * EINVAL.  A call that
  * ends, empties or hands over a context does nothing, as free(NULL) does:
  * mk_ctx_delete, mk_ctx_reset, mk_ctx_trim (0), mk_ctx_set_owner.  A query
  * answers for nothing: mk_ctx_stats and mk_ctx_stats_json return -1
  * (EINVAL), mk_ctx_stats_print prints nothing, mk_ctx_name and
- * mk_ctx_parent return NULL, mk_ctx_kind returns (mk_kind)-1.  Two
- * functions give NULL a meaning of its own: mk_ctx_new's parent (a
- * top-level context) and mk_ctx_switch (the thread's heap).
+ * mk_ctx_parent return NULL, mk_ctx_kind returns (mk_kind)-1.  Three
+ * functions give NULL a meaning of its own: the parent of mk_ctx_new and
+ * of mk_ctx_set_parent (a top-level context) and mk_ctx_switch (the
+ * thread's heap).
  *
  * Alignment: a chunk of mk_alloc() is aligned to 16 bytes, except that a
  * request of 8 bytes or less may be aligned to 8 only, and a request of
@@ -177,6 +179,20 @@ MK_API void mk_ctx_delete(mk_ctx *ctx);
  *         (errno EINVAL) for a NULL @p ctx or @p fn.
  */
 MK_API int mk_ctx_on_reset(mk_ctx *ctx, void (*fn)(void *arg), void *arg);
+
+/**
+ * Move @p ctx, with its whole subtree (chunks, callbacks, figures), under
+ * @p new_parent, or make it a top-level context (NULL): PostgreSQL's
+ * MemoryContextSetParent, talloc's talloc_steal of a context.  A context
+ * built for one task can so be kept for a longer-lived owner: deleting the
+ * old parent no longer deletes it, deleting the new one does.  O(depth of
+ * @p new_parent).  Thread rule: the caller uses both trees (the old and
+ * the new parent's) as their owner would.
+ * @return 0 (also when @p new_parent is already the parent); -1 with errno
+ *         EINVAL for a NULL @p ctx, or a move under @p ctx itself or one of
+ *         its descendants (a cycle), and nothing changed.
+ */
+MK_API int mk_ctx_set_parent(mk_ctx *ctx, mk_ctx *new_parent);
 
 /** The context's name as given to mk_ctx_new() ("?" if it was given NULL);
  *  NULL for a NULL @p ctx. */

@@ -209,6 +209,26 @@ size_t mki_ctx_block_size(const mk_ctx_opts *opts, size_t def, size_t max)
     return p2;
 }
 
+int mk_ctx_set_parent(mk_ctx *ctx, mk_ctx *new_parent)
+{
+    if (!ctx) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* a move under itself or one of its descendants would make a cycle */
+    for (const mk_ctx *a = new_parent; a; a = a->parent)
+        if (a == ctx) {
+            errno = EINVAL;
+            return -1;
+        }
+    if (ctx->parent == new_parent)
+        return 0;
+    unlink_child(ctx);
+    if (new_parent)
+        link_child(new_parent, ctx);
+    return 0;
+}
+
 const char *mk_ctx_name(const mk_ctx *ctx) { return ctx ? ctx->name : NULL; }
 mk_ctx *mk_ctx_parent(const mk_ctx *ctx) { return ctx ? ctx->parent : NULL; }
 mk_kind mk_ctx_kind(const mk_ctx *ctx) { return ctx ? (mk_kind)ctx->kind : (mk_kind)-1; }

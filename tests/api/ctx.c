@@ -1,6 +1,7 @@
 /*
  * api/ctx.c - the context tree: mk_ctx_new (kinds, names, parents),
- * mk_ctx_name/parent/kind, mk_ctx_reset (chunks freed, descendants deleted,
+ * mk_ctx_name/parent/kind, mk_ctx_set_parent (the subtree moves, cycles
+ * refused), mk_ctx_reset (chunks freed, descendants deleted,
  * context usable after), mk_ctx_delete (descendants first, NULL ignored),
  * mk_ctx_on_reset (newest first, once, on reset and delete; descendants'
  * callbacks before their parent's), mk_ctx_set_owner (same thread, and a
@@ -9,6 +10,7 @@
  */
 #include "harness.h"
 
+#include <errno.h>
 #include <memkit.h>
 #include <pthread.h>
 
@@ -388,6 +390,61 @@ static void test_many_callbacks(void)
 
 /* ---- owner ----------------------------------------------------------------- */
 
+/* mk_ctx_set_parent: the subtree moves with its chunks, callbacks and
+ * figures; the old parent's delete leaves it, the new one's takes it;
+ * cycles are refused and change nothing; NULL makes it top-level. */
+static void test_set_parent(void)
+{
+    mk_ctx *query = mk_ctx_new(NULL, "query", MK_GENERAL, NULL);
+    mk_ctx *session = mk_ctx_new(NULL, "session", MK_GENERAL, NULL);
+    mk_ctx *plan = mk_ctx_new(query, "plan", MK_GENERAL, NULL);
+    mk_ctx *node = mk_ctx_new(plan, "node", MK_SLAB,
+                              &(mk_ctx_opts){.chunk_size = 32});
+    REQUIRE(query && session && plan && node);
+    char *a = mk_alloc(plan, 100), *b = mk_alloc(node, 32);
+    REQUIRE(a && b);
+    th_fill(a, 100, 1);
+    th_fill(b, 32, 2);
+    log_clear();
+    CHECK_EQ(mk_ctx_on_reset(plan, log_cb, "plan"), 0);
+    CHECK_EQ(mk_ctx_on_reset(node, log_cb, "node"), 0);
+
+    /* cycles: under itself, its child, its grandchild */
+    errno = 0;
+    CHECK_EQ(mk_ctx_set_parent(plan, plan), -1);
+    CHECK_ERRNO(EINVAL);
+    CHECK_EQ(mk_ctx_set_parent(plan, node), -1);
+    CHECK_EQ(mk_ctx_set_parent(query, node), -1);
+    CHECK_PTR_EQ(mk_ctx_parent(plan), query);
+    CHECK_PTR_EQ(mk_ctx_parent(node), plan);
+
+    mk_stats st;
+    CHECK_EQ(mk_ctx_set_parent(plan, session), 0);
+    CHECK_PTR_EQ(mk_ctx_parent(plan), session);
+    CHECK_PTR_EQ(mk_ctx_parent(node), plan);
+    CHECK_EQ(mk_ctx_stats(session, &st, 1), 0);
+    CHECK_EQ(st.contexts, 3u);
+    CHECK_EQ(st.chunks, 2u);
+    CHECK_EQ(mk_ctx_stats(query, &st, 1), 0);
+    CHECK_EQ(st.contexts, 1u);
+    CHECK_EQ(mk_ctx_set_parent(plan, session), 0); /* already there */
+
+    mk_ctx_delete(query); /* the old parent: plan and node stay */
+    CHECK_EQ(cb_n, 0);
+    CHECK_PATTERN(a, 100, 1);
+    CHECK_PATTERN(b, 32, 2);
+    CHECK_PTR_EQ(mk_ctx_of(b), node);
+
+    /* top-level, then back under session, then deleted with it */
+    CHECK_EQ(mk_ctx_set_parent(plan, NULL), 0);
+    CHECK_NULL(mk_ctx_parent(plan));
+    CHECK_EQ(mk_ctx_stats(session, &st, 1), 0);
+    CHECK_EQ(st.contexts, 1u);
+    CHECK_EQ(mk_ctx_set_parent(plan, session), 0);
+    mk_ctx_delete(session);
+    CHECK_STR_EQ(log_str(), "node,plan"); /* the moved callbacks ran */
+}
+
 static void test_set_owner_same_thread(void)
 {
     mk_ctx *c = mk_ctx_new(NULL, "own", MK_GENERAL, NULL);
@@ -557,6 +614,7 @@ int main(void)
     RUN(test_callback_uses_context);
     RUN(test_callbacks_bad_args);
     RUN(test_many_callbacks);
+    RUN(test_set_parent);
     RUN(test_set_owner_same_thread);
     RUN(test_set_owner_handover);
     RUN(test_callback_registers_again);

@@ -47,6 +47,9 @@ static void test_on_reset_fails(void)
     errno = 0;
     CHECK_EQ(mk_ctx_on_reset(NULL, nothing, NULL), -1);
     CHECK_ERRNO(EINVAL);
+    errno = 0;
+    CHECK_EQ(mk_ctx_set_parent(NULL, NULL), -1);
+    CHECK_ERRNO(EINVAL);
 }
 
 static void test_ending_calls_do_nothing(void)
