@@ -29,13 +29,14 @@
  * NULL contexts: a NULL context is no context, with one rule for every
  * function that takes one.  A call that would put something in it fails:
  * mk_alloc, mk_alloc_zero, mk_alloc_aligned, mk_alloc_array, mk_strdup
- * return NULL and mk_ctx_on_reset and mk_ctx_set_parent -1, with errno
- * EINVAL.  A call that
+ * return NULL and mk_ctx_on_reset, mk_ctx_set_parent and mk_ctx_set_limit
+ * -1, with errno EINVAL.  A call that
  * ends, empties or hands over a context does nothing, as free(NULL) does:
  * mk_ctx_delete, mk_ctx_reset, mk_ctx_trim (0), mk_ctx_set_owner.  A query
  * answers for nothing: mk_ctx_stats and mk_ctx_stats_json return -1
  * (EINVAL), mk_ctx_stats_print prints nothing, mk_ctx_name and
- * mk_ctx_parent return NULL, mk_ctx_kind returns (mk_kind)-1.  Three
+ * mk_ctx_parent return NULL, mk_ctx_kind returns (mk_kind)-1, mk_ctx_limit
+ * 0.  Three
  * functions give NULL a meaning of its own: the parent of mk_ctx_new and
  * of mk_ctx_set_parent (a top-level context) and mk_ctx_switch (the
  * thread's heap).
@@ -193,6 +194,36 @@ MK_API int mk_ctx_on_reset(mk_ctx *ctx, void (*fn)(void *arg), void *arg);
  *         its descendants (a cycle), and nothing changed.
  */
 MK_API int mk_ctx_set_parent(mk_ctx *ctx, mk_ctx *new_parent);
+
+/**
+ * Limit the memory of @p ctx's subtree to @p bytes (0: no limit), as
+ * talloc_set_memlimit does.  An allocation in the subtree that needs a new
+ * page or block which would take the subtree's page bytes (the
+ * bytes_reserved of mk_ctx_stats with recurse) past the limit fails: NULL
+ * with errno ENOMEM, counted as a refusal (mk_ctx_limit); the contexts stay
+ * usable, and the subtree deletes as any other.  Granularity: the check
+ * runs only where a context takes a page (1..64 KiB in a GENERAL context,
+ * a block in the other kinds) or a large or huge chunk, never on the chunk
+ * fast paths, so a chunk that fits in a page already held always succeeds,
+ * and the subtree never holds more page bytes than the limit (a huge chunk
+ * grown in place by mk_realloc may pass it by less than a 4 KiB page).
+ * Limits nest: every limited ancestor is checked.  A limit below what the
+ * subtree holds already refuses every new page until enough goes back.
+ * mk_ctx_set_parent moves the charges (and fails if the new ancestors lack
+ * the room).  Thread rule: @p ctx's owner's, while the subtree's other
+ * threads (if any) are quiet; the charges themselves are atomic.
+ * @return 0, or -1 with errno EINVAL for a NULL @p ctx.
+ */
+MK_API int mk_ctx_set_limit(mk_ctx *ctx, size_t bytes);
+
+/**
+ * @p ctx's limit (0: none); with non-NULL @p charged, the page bytes its
+ * subtree holds now (0 without a limit), and with @p refused, how many
+ * pages its limit has refused since the context was made.  A NULL @p ctx
+ * gives 0s.
+ */
+MK_API size_t mk_ctx_limit(const mk_ctx *ctx, size_t *charged,
+                           size_t *refused);
 
 /** The context's name as given to mk_ctx_new() ("?" if it was given NULL);
  *  NULL for a NULL @p ctx. */

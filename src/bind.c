@@ -53,6 +53,7 @@ const struct mki_page_up mki_page_up = {
     .owner_name = page_owner_name,
     .collect = mki_heap_collect,
     .spawn = spawn_in_own_ctx,
+    .released = mki_ctx_page_released,
 };
 
 /* ---- the context layer: the current context, and the decorator ------------------- */

@@ -24,13 +24,18 @@ static const char *kind_name(const mk_ctx *c)
     return mki_kinds[c->kind]->name;
 }
 
-static void print_line(FILE *out, int depth, const char *name,
-                       const char *kind, const mk_stats *s)
+static void print_line(FILE *out, int depth, const mk_ctx *c,
+                       const mk_stats *s)
 {
     fprintf(out, "%*s%s (%s): %zu blocks, %zu bytes reserved, %zu used, "
-                 "%zu free, %zu chunks\n",
-            depth * 2, "", name, kind, s->blocks, s->bytes_reserved,
+                 "%zu free, %zu chunks",
+            depth * 2, "", c->name, kind_name(c), s->blocks, s->bytes_reserved,
             s->bytes_used, s->bytes_reserved - s->bytes_used, s->chunks);
+    size_t charged, refused, limit = mk_ctx_limit(c, &charged, &refused);
+    if (limit || refused)
+        fprintf(out, "; limit %zu bytes, %zu held by the subtree, %zu "
+                     "refused", limit, charged, refused);
+    fputc('\n', out);
 }
 
 void mk_ctx_stats_print(const mk_ctx *ctx, FILE *out)
@@ -43,7 +48,7 @@ void mk_ctx_stats_print(const mk_ctx *ctx, FILE *out)
         mk_stats s;
         mki_ctx_stats_one(c, &s);
         mki_ctx_stats_add(&total, &s);
-        print_line(out, depth, c->name, kind_name(c), &s);
+        print_line(out, depth, c, &s);
         /* pre-order walk keeping the depth */
         if (c->first_child) {
             c = c->first_child;
@@ -109,6 +114,10 @@ int mk_ctx_stats_json(const mk_ctx *ctx, FILE *out)
         json_name(out, c->name);
         fprintf(out, ",\"kind\":\"%s\",", kind_name(c));
         json_figures(out, &st);
+        size_t charged, refused, limit = mk_ctx_limit(c, &charged, &refused);
+        if (limit || refused)
+            fprintf(out, ",\"limit\":{\"bytes\":%zu,\"held\":%zu,"
+                         "\"refused\":%zu}", limit, charged, refused);
         fprintf(out, ",\"children\":[");
         if (c->first_child) {
             c = c->first_child;

@@ -52,7 +52,10 @@ static mki_page *block_alloc(mki_bump *b, size_t bytes)
     pg->end = pg->start + bytes;
     pg->kind = MKI_PAGE_BLOCK;
     pg->extend = pg->start;
-    (void)mki_ctx_claim_page(&b->base, pg); /* no bitmap for blocks: cannot fail */
+    if (mki_ctx_claim_page(&b->base, pg) != 0) { /* a limit refused it */
+        mki_segment_page_release(pg);
+        return NULL;
+    }
     return pg;
 }
 

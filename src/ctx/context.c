@@ -223,6 +223,8 @@ int mk_ctx_set_parent(mk_ctx *ctx, mk_ctx *new_parent)
         }
     if (ctx->parent == new_parent)
         return 0;
+    if (mki_ctx_move_charges(ctx, new_parent) != 0)
+        return -1; /* a limit of the new ancestors */
     unlink_child(ctx);
     if (new_parent)
         link_child(new_parent, ctx);
@@ -252,8 +254,10 @@ void mk_ctx_set_owner(mk_ctx *ctx)
 mki_page *mki_ctx_chunk_page(mk_ctx *ctx, size_t size, size_t align)
 {
     mki_page *pg = mki_segment_chunk_alloc(ctx, size, align);
-    if (pg)
-        (void)mki_ctx_claim_page(ctx, pg); /* no bitmap for one chunk:
-                                              cannot fail */
+    if (pg && mki_ctx_claim_page(ctx, pg) != 0) { /* a limit refused it */
+        mki_page_release(pg);
+        errno = ENOMEM;
+        return NULL;
+    }
     return pg;
 }

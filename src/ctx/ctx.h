@@ -59,6 +59,13 @@ struct mk_ctx {
     /* What the dispatcher calls: the kind's table (mki_kinds[kind]), or
      * the checking layer's wrapper around it (instrumented contexts). */
     const struct mki_kind_ops *ops;
+    /* limit.c: the bytes of the pages this context holds; its limit (0:
+     * none, mk_ctx_set_limit), and while it has one, the page bytes of its
+     * whole subtree and the pages refused (atomic: other threads' contexts
+     * in the subtree charge it too). */
+    _Atomic size_t held;
+    size_t limit;
+    _Atomic size_t charged, refused;
 };
 
 /* A context's name for a report (base/error.c takes names, not contexts;
@@ -137,11 +144,14 @@ extern const mki_kind_ops mki_bump_ops;
  * owner, and what the page layer must know of it (MKI_PF_RELEASE); on an
  * instrumented context, the decorator's page hook.  0, or -1 on OOM (the
  * caller gives the page back). */
+int mki_ctx_charge_page(mk_ctx *ctx, mki_page *pg);
 MKI_INLINE int mki_ctx_claim_page(mk_ctx *ctx, mki_page *pg)
 {
     pg->ctx = ctx;
     if (ctx->flags & MK_CTX_RELEASE_ON_RESET)
         pg->flags |= MKI_PF_RELEASE;
+    if (mki_ctx_charge_page(ctx, pg) != 0) /* a limit refused it */
+        return -1;
     if (ctx->fast_kind == MKI_KIND_SLOW)
         return mki_ctx_up.page_new(pg);
     return 0;
@@ -153,8 +163,22 @@ MKI_INLINE void mki_ctx_page_reset(mk_ctx *ctx, mki_page *pg)
         mki_ctx_up.page_reset(pg);
 }
 /* A page or huge mapping holding one chunk (mki_segment_chunk_alloc),
- * claimed by @ctx. */
+ * claimed by @ctx; NULL with ENOMEM (out of memory, or a limit). */
 mki_page *mki_ctx_chunk_page(mk_ctx *ctx, size_t size, size_t align);
+
+/* ---- ctx/limit.c: what pages cost the tree --------------------------------- */
+/* (mki_ctx_charge_page above: charge a new page, or refuse it.) */
+/* May a page of @ctx grow in place by @bytes?  1, or 0 (ENOMEM; a refusal
+ * counted if @count: the caller gives up rather than trying a new page)
+ * when a limit would be passed. */
+int mki_ctx_may_grow(mk_ctx *ctx, size_t bytes, int count);
+/* @pg's size changed in place (a resize): charge the difference. */
+void mki_ctx_recharge(mki_page *pg);
+/* The page layer gives @pg back (mki_page_up.released): uncharge it. */
+void mki_ctx_page_released(mki_page *pg);
+/* Move the charges of @ctx's subtree for mk_ctx_set_parent: 0, or -1 with
+ * ENOMEM when an ancestor it would gain has no room (nothing changed). */
+int mki_ctx_move_charges(mk_ctx *ctx, mk_ctx *new_parent);
 extern const mki_kind_ops *const mki_kinds[4];
 /* opts->block_size (or @def when 0) rounded up to a power of two >= 1 KiB;
  * 0 with errno EINVAL when outside [1 KiB, @max]. */

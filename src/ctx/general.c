@@ -591,14 +591,20 @@ static void *general_realloc(mki_page *pg, void *p, size_t size)
         g_fast(pg->ctx) && mki_secure < 2 /* (guard pages: no resize) */) {
         /* resize the mapping: no copy, and no new chunk */
         mki_general *g = gen(pg->ctx);
+        if (size > old && !mki_ctx_may_grow(&g->base, size - old, 1))
+            return NULL; /* a limit (ENOMEM) */
         mki_page_list_remove(&g->large, pg);
         mki_page *np = mki_huge_resize(pg, size);
         mki_page_list_push(&g->large, np ? np : pg);
+        if (np)
+            mki_ctx_recharge(np);
         return np ? np->start : NULL;
     }
     size_t guard = pg->ctx->fast_kind == MKI_KIND_SECURE ? MKI_GUARD : 0;
     if (pg->kind == MKI_PAGE_LARGE && size > old && size + guard <= MKI_LARGE_MAX &&
-        g_fast(pg->ctx) && mki_segment_page_grow(pg, size + guard) == 0) {
+        g_fast(pg->ctx) && mki_ctx_may_grow(pg->ctx, size - old, 0) &&
+        mki_segment_page_grow(pg, size + guard) == 0) {
+        mki_ctx_recharge(pg);
         if (guard)
             mki_guard_set(pg, p); /* at the new end */
         return p; /* the units after it were free: grown in place */

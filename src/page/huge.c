@@ -323,6 +323,8 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
 
 void mki_huge_release(mki_page *pg)
 {
+    if (pg->charged)
+        mki_page_up.released(pg);
     mki_segment *s = mki_segment_of(pg->start);
     /* a context that gives its memory back at once keeps no cached copy */
     int at_once = (pg->flags & MKI_PF_RELEASE) != 0;

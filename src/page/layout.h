@@ -109,6 +109,8 @@ struct mki_page {
     uint8_t flags;  /* enum mki_page_flag */
     uint32_t capacity;
     size_t size;    /* bytes of the page (huge: of the mapping) */
+    size_t charged; /* bytes charged to the owner for it (ctx/limit.c);
+                       the page layer reports them when the page goes */
     uint32_t lo, hi; /* SLAB pages: `used` range that keeps the page where
                         it is; leaving it (used < lo after a free, used > hi
                         after an alloc) calls the slab's rebucket */

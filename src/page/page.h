@@ -498,6 +498,10 @@ struct mki_page_up {
      * what the new thread allocates charged to memkit's own context. */
     int (*spawn)(pthread_t *t, const pthread_attr_t *attr,
                  void *(*fn)(void *));
+    /* A page with charged bytes goes back: its owner takes them off its
+     * figures and limits.  Called by the thread giving it back, before
+     * the page is reused. */
+    void (*released)(mki_page *pg);
 };
 extern const struct mki_page_up mki_page_up;
 

@@ -517,6 +517,8 @@ void mki_segment_page_release(mki_page *pg)
 
 static void release(mki_page *pg)
 {
+    if (pg->charged)
+        mki_page_up.released(pg);
     mki_segment *s = mki_segment_of(pg->start);
     if (pg->live) { /* an instrumented page's bitmap goes with it */
         mki_meta_free((void *)pg->live, mki_page_live_bytes(pg));
