@@ -143,6 +143,9 @@ struct mki_segment {
     mki_segment *next, *prev; /* arena lists */
     uint32_t free_units;
     uint32_t max_run_hint;  /* upper bound of the largest free aligned run */
+    uint32_t warm_run_hint; /* the same, of runs free and still committed
+                               (raised when a page goes back, tightened
+                               when a search fails; segment.c) */
     uint32_t fixed_units;   /* units never handed out: the header, and in
                                MEMKIT_SECURE=2 the guard page at the end */
     uint64_t empty_since_ns; /* when it last became empty (purge delay) */

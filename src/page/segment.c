@@ -422,6 +422,23 @@ static int find_run(mki_segment *s, uint32_t units)
     return at;
 }
 
+/* A free run of @units that is committed all through (memory a page gave
+ * back and no purge has taken yet: reusing it costs no fault and no new
+ * resident memory), or -1. */
+static int find_warm_run(mki_segment *s, uint32_t units)
+{
+    if (s->free_units < units || s->warm_run_hint < units)
+        return -1;
+    uint64_t taken[MKI_BITMAP_WORDS]; /* used, or not committed */
+    for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++)
+        taken[w] = s->used[w] | ~s->committed[w];
+    int at = units <= 64 ? find_aligned_run(taken, (unsigned)__builtin_ctz(units))
+                         : find_word_run(taken, units / 64);
+    if (at < 0)
+        s->warm_run_hint = units - 1;
+    return at;
+}
+
 mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
 {
     pthread_once(&arena_once, arena_init);
@@ -431,9 +448,25 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     mki_os_lock(&arena_lock);
     mki_segment *s = NULL;
     int at = -1;
-    for (s = avail_list; s; s = s->next)
-        if ((at = find_run(s, units)) >= 0)
+    /* a page committed whole (the small pages of the kinds) goes first
+     * where memory is still committed, wherever it is: taking fresh units
+     * of one segment while another holds freed committed ones (a
+     * context's pages after its reset) would double what is resident
+     * until a purge.  A run committed in part (a large chunk's) takes the
+     * first fit, which may already hold most of its committed units. */
+    unsigned ncommit = (unsigned)((commit_bytes + MKI_UNIT - 1) / MKI_UNIT);
+    int whole = ncommit >= units;
+    for (s = avail_list; whole && s; s = s->next)
+        if ((at = find_warm_run(s, units)) >= 0)
             break;
+    if (whole && at < 0)
+        for (s = empty_list; s; s = s->next)
+            if ((at = find_warm_run(s, units)) >= 0)
+                break;
+    if (at < 0)
+        for (s = avail_list; s; s = s->next)
+            if ((at = find_run(s, units)) >= 0)
+                break;
     if (at < 0)
         for (s = empty_list; s; s = s->next)
             if ((at = find_run(s, units)) >= 0)
@@ -446,7 +479,6 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
         fresh = 1;
         at = find_run(s, units);
     }
-    unsigned ncommit = (unsigned)((commit_bytes + MKI_UNIT - 1) / MKI_UNIT);
     if (commit_units(s, (unsigned)at, ncommit < units ? ncommit : units) != 0) {
         if (fresh)
             segment_release(s, 1);
@@ -533,6 +565,7 @@ static void release(mki_page *pg)
     s->free_units += pg->units;
     UNCOUNT(units_out, pg->units);
     s->max_run_hint = MKI_UNITS; /* freed units may join a longer run */
+    s->warm_run_hint = MKI_UNITS; /* (still committed, until a purge) */
     mki_segment **list = list_of(s);
     s->freed_ns = now;
     if (list == &empty_list)
@@ -799,6 +832,8 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
         if (run_failed[i]) {
             bits_set(s->aged, runs[i].first, runs[i].n, 1);
             s->free_units += runs[i].n;
+            s->max_run_hint = MKI_UNITS;
+            s->warm_run_hint = MKI_UNITS; /* free, and still committed */
             list_push(list_of(s), s);
             continue;
         }
