@@ -108,6 +108,7 @@ static int print_record(FILE *out, const char *text, size_t len, pid_t program, 
     long long purged = need(pg, "purge", "purged_bytes", &missing);
     long long passes = need(pg, "purge", "passes", &missing);
     long long pages = need(heap, "heap", "page_bytes", &missing);
+    long long seg_b = need(heap, "heap", "segment_committed_bytes", &missing);
     long long huge_n = need(heap, "heap", "huge_chunks", &missing);
     long long huge_b = need(heap, "heap", "huge_bytes", &missing);
     long long huge_c = need(heap, "heap", "huge_cached_bytes", &missing);
@@ -122,7 +123,7 @@ static int print_record(FILE *out, const char *text, size_t len, pid_t program, 
         return -1;
     }
 
-    char a[32], b[32], c[32], d[32];
+    char a[32], b[32];
     if (pid == program && nrec <= 1)
         fprintf(out, "memkit's view at exit (pid %lld, the program)\n", pid);
     else if (pid == program)
@@ -143,17 +144,39 @@ static int print_record(FILE *out, const char *text, size_t len, pid_t program, 
     mr_view_bytes(a, sizeof a, (double)committed);
     mr_view_bytes(b, sizeof b, (double)reserved);
     fprintf(out, "  committed   %s of %s reserved (%lld segment%s, %lld OS "
-                 "calls)\n", a, b, segments, segments == 1 ? "" : "s", calls);
+                 "calls), every byte of it:\n", a, b, segments,
+            segments == 1 ? "" : "s", calls);
+    /* where it is: the segments' committed units (the pages contexts
+     * hold, a large chunk's page counted whole, and the rest: free units
+     * not given back yet, and the headers), huge chunks, cached huge
+     * mappings, bookkeeping; what the figures, read one after another,
+     * leave over (the purge thread's own work meanwhile) is "other" */
+    long long in_pages = pages < seg_b ? pages : seg_b;
+    long long parts[5] = {in_pages, seg_b - in_pages, huge_b, huge_c, meta};
+    static const char *const names[5] = {
+        "in pages that contexts hold (small and large chunks, with the free "
+        "room of those pages)",
+        "free in segments, not given back yet (and the segments' headers)",
+        "in huge chunks", "in freed huge mappings kept for reuse",
+        "memkit's bookkeeping"};
+    long long rest = committed;
+    for (int i = 0; i < 5; i++) {
+        mr_view_bytes(a, sizeof a, (double)parts[i]);
+        if (i == 2)
+            fprintf(out, "    %10s  in %lld huge chunk%s\n", a, huge_n,
+                    huge_n == 1 ? "" : "s");
+        else
+            fprintf(out, "    %10s  %s\n", a, names[i]);
+        rest -= parts[i];
+    }
+    if (rest > 0) {
+        mr_view_bytes(a, sizeof a, (double)rest);
+        fprintf(out, "    %10s  other (committed meanwhile)\n", a);
+    }
     mr_view_bytes(a, sizeof a, (double)purged);
     fprintf(out, "  purged      %s in %lld pass%s (mode %s, delay %lld ms)\n",
             a, passes, passes == 1 ? "" : "es", mode->str, delay);
-    mr_view_bytes(a, sizeof a, (double)pages);
-    mr_view_bytes(b, sizeof b, (double)huge_b);
-    mr_view_bytes(c, sizeof c, (double)huge_c);
-    mr_view_bytes(d, sizeof d, (double)meta);
-    fprintf(out, "  heap        %s in small pages, %lld huge chunk%s (%s, %s "
-                 "cached), %s metadata\n", a, huge_n, huge_n == 1 ? "" : "s",
-            b, c, d);
+
     int shown = 0;
     for (const mr_json *k = classes->first; k && shown < 4; k = k->next) {
         long long size, bytes;
