@@ -66,7 +66,14 @@ static pthread_mutex_t purge_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t purge_cond;
 static pthread_once_t cond_once = PTHREAD_ONCE_INIT;
 static _Atomic int scheduled;        /* a pass is due `delay` after sched_ns */
-static unsigned long long sched_ns;
+/* when the due pass was scheduled; written under purge_lock, read without
+ * it by the slow paths' "is it due?" (relaxed: a stale value only delays
+ * or advances one try) */
+static _Atomic unsigned long long sched_ns;
+static unsigned long long sched_at(void)
+{
+    return atomic_load_explicit(&sched_ns, memory_order_relaxed);
+}
 static _Atomic int thread_state; /* 0 none, 1 starting, 2 running, 3 never */
 static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER; /* one pass */
 static _Atomic size_t purged_bytes, passes;
@@ -165,7 +172,7 @@ static void *purge_main(void *arg)
     for (;;) {
         unsigned long long collect_at = collect_if_due();
         if (collect_at) {
-            if (!atomic_load(&scheduled) || sched_ns + delay_ns() > collect_at) {
+            if (!atomic_load(&scheduled) || sched_at() + delay_ns() > collect_at) {
                 wait_until(collect_at);
                 continue;
             }
@@ -179,7 +186,7 @@ static void *purge_main(void *arg)
             wait_until(quit);
             continue;
         }
-        unsigned long long due = sched_ns + delay_ns();
+        unsigned long long due = sched_at() + delay_ns();
         if (mki_os_now_ns() < due) {
             wait_until(due);
             continue; /* (the delay may have changed meanwhile) */
@@ -203,16 +210,16 @@ static void *purge_main(void *arg)
                 next_due = now + d / 8;
             if (next_due > now + d)
                 next_due = now + d;
-            sched_ns = next_due - d;
+            atomic_store_explicit(&sched_ns, next_due - d, memory_order_relaxed);
         } else if (atomic_load(&notes) != before) {
-            sched_ns = now;
+            atomic_store_explicit(&sched_ns, now, memory_order_relaxed);
         } else {
             atomic_store(&scheduled, 0);
             /* a free noted between the load of `notes` above and this
              * store saw `scheduled` still set and added no pass: look
              * again, now that a later free would schedule its own */
             if (atomic_load(&notes) != before) {
-                sched_ns = now;
+                atomic_store_explicit(&sched_ns, now, memory_order_relaxed);
                 atomic_store(&scheduled, 1);
             }
         }
@@ -308,10 +315,10 @@ void mki_purge_note(void)
     int ts = atomic_load_explicit(&thread_state, memory_order_relaxed);
     if (atomic_load(&scheduled)) {
         /* no thread: run the pass here once it is due */
-        if (ts != 2 && mki_os_now_ns() >= sched_ns + delay_ns() &&
+        if (ts != 2 && mki_os_now_ns() >= sched_at() + delay_ns() &&
             mki_os_trylock(&purge_lock) == 0) {
             int due = atomic_load(&scheduled) &&
-                      mki_os_now_ns() >= sched_ns + delay_ns();
+                      mki_os_now_ns() >= sched_at() + delay_ns();
             if (due)
                 atomic_store(&scheduled, 0);
             mki_os_unlock(&purge_lock);
@@ -323,7 +330,7 @@ void mki_purge_note(void)
     pthread_once(&cond_once, cond_init);
     mki_os_lock(&purge_lock);
     if (!atomic_load(&scheduled)) {
-        sched_ns = mki_os_now_ns();
+        atomic_store_explicit(&sched_ns, mki_os_now_ns(), memory_order_relaxed);
         atomic_store(&scheduled, 1);
         pthread_cond_signal(&purge_cond);
     }
