@@ -125,6 +125,14 @@ echo "find_package consumers (README example, examples/, C++ header; memkit, _st
 # beside it (found from its own path, so a moved prefix works too).
 run="$tmp/prefix/bin/memkit-run"
 test -x "$run" || { echo "no bin/memkit-run installed"; exit 1; }
+# the manual pages, installed where man finds them, each naming its subject
+for page in man1/memkit-run.1 man3/memkit-malloc.3; do
+    f=$(find "$tmp/prefix" -path "*/man/$page" | head -n 1)
+    test -n "$f" || { echo "no $page installed"; exit 1; }
+    grep -q '^\.TH MEMKIT-' "$f" || { echo "$page has no .TH line"; exit 1; }
+done
+grep -q 'MEMKIT_PURGE_DELAY_MS' "$(find "$tmp/prefix" -name memkit-malloc.3)" ||
+    { echo "memkit-malloc(3) does not list the environment"; exit 1; }
 cc -D_GNU_SOURCE -fno-builtin "$src/tests/run/subject.c" -o "$tmp/subject"
 mv "$tmp/prefix" "$tmp/moved"
 run="$tmp/moved/bin/memkit-run"
