@@ -140,6 +140,11 @@ static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
 static void pool_gone(void *arg)
 {
     mk_pool *pool = arg;
+    /* the callback runs before the root's pages go: the slab must not
+     * reach into the pool's front, nor name the pool, once it is freed */
+    mki_slab *root = (mki_slab *)pool->root;
+    root->front = NULL;
+    root->pool = NULL;
     pthread_mutex_destroy(&pool->lock);
     if (cache.pool == pool)
         cache.pool = NULL;

@@ -432,6 +432,33 @@ static void test_pool_in_tree(void)
     mk_ctx_delete(req); /* and a delete */
 }
 
+/* Pools made and deleted by the thousand, alone and in a context's tree,
+ * leave memkit's bookkeeping where it was: each delete gives back exactly
+ * what the pool held (a write into a freed pool's struct would cut the
+ * bookkeeping's free list and make it grow). */
+static void test_pools_churn_bookkeeping(void)
+{
+    mk_ctx *parent = mk_ctx_new(NULL, "churn", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(parent);
+    for (int warm = 0; warm < 2; warm++) {
+        size_t before = mki_meta_bytes();
+        for (int i = 0; i < 3000; i++) {
+            mk_pool *a = mk_pool_new("a", 32, 0, 0);
+            mk_pool *b = mk_pool_new_in(parent, "b", 48, 0, 0);
+            REQUIRE(a && b);
+            void *x = mk_pool_get(a), *y = mk_pool_get(b);
+            REQUIRE(x && y);
+            mk_pool_put(a, x); /* into the fronts */
+            mk_pool_put(b, y);
+            mk_pool_delete(a);
+            mk_ctx_reset(parent); /* b goes with the parent's reset */
+        }
+        if (warm)
+            CHECK_LE(mki_meta_bytes(), before + ((size_t)64 << 10));
+    }
+    mk_ctx_delete(parent);
+}
+
 int main(void)
 {
     instrumented = mki_instrument_active();
@@ -446,5 +473,6 @@ int main(void)
     RUN(test_leak_report);
     RUN(test_leak_report_handler);
     RUN(test_pool_in_tree);
+    RUN(test_pools_churn_bookkeeping);
     return th_done();
 }
