@@ -27,20 +27,6 @@ int mk_silence_errors(int on) { return atomic_exchange(&silenced, on != 0); }
 
 int mk_checking(void) { return MK_CONFIG_CHECK; }
 
-/* Hand a finished line to the handler, or print it; abort if @fatal. */
-static void emit(mki_line *l, int fatal)
-{
-    l->buf[l->len] = '\0';
-    mk_error_fn fn = atomic_load(&handler);
-    if (fn) {
-        fn(l->buf, atomic_load(&handler_arg));
-        return;
-    }
-    mki_line_write(l, STDERR_FILENO);
-    if (fatal)
-        abort();
-}
-
 /* The first report of a release build says what the checking build adds. */
 static _Atomic int hinted;
 
@@ -72,9 +58,9 @@ static void quoted(mki_line *l, const char *s)
     mki_line_str(l, "\"");
 }
 
-/* Finish a report: to the handler, or on stderr followed by the hint;
- * abort if @fatal and no handler took it. */
-static void finish(mki_line *l, int fatal)
+/* Hand a finished report to the handler, or print it (then, with @hint,
+ * the release build's hint); abort if @fatal and no handler took it. */
+static void emit(mki_line *l, int fatal, int with_hint)
 {
     l->buf[l->len] = '\0';
     mk_error_fn fn = atomic_load(&handler);
@@ -83,7 +69,8 @@ static void finish(mki_line *l, int fatal)
         return;
     }
     mki_line_write(l, STDERR_FILENO);
-    hint();
+    if (with_hint)
+        hint();
     if (fatal)
         abort();
 }
@@ -109,7 +96,7 @@ void mki_error_report(const char *fn, const char *what, const void *p,
         }
         mki_line_str(&l, ")");
     }
-    finish(&l, 1);
+    emit(&l, 1, 1);
 }
 
 void mki_error_leak(const char *fn, const char *noun, const char *name,
@@ -130,10 +117,9 @@ void mki_error_leak(const char *fn, const char *noun, const char *name,
     mki_line_str(&l, " (");
     mki_line_num(&l, (long long)bytes);
     mki_line_str(&l, bytes == 1 ? " byte) leaked" : " bytes) leaked");
-    if (MK_CONFIG_CHECK)
-        finish(&l, 1);
-    else
-        emit(&l, 0); /* (a leak is no misuse the checking build finds sooner) */
+    /* (fatal in the checking build; in the release build no misuse the
+     * checking build finds sooner: no hint) */
+    emit(&l, MK_CONFIG_CHECK, 0);
 }
 
 void mki_error_wrong_pool(const char *fn, const void *p, const char *owner_noun,
@@ -151,5 +137,5 @@ void mki_error_wrong_pool(const char *fn, const void *p, const char *owner_noun,
     quoted(&l, owner);
     mki_line_str(&l, " freed into pool ");
     quoted(&l, named);
-    finish(&l, 1);
+    emit(&l, 1, 1);
 }

@@ -155,19 +155,11 @@ size_t mk_ctx_trim(mk_ctx *ctx)
     size_t bytes = 0;
     if (!ctx)
         return 0;
-    /* pre-order over the tree */
-    for (mk_ctx *c = ctx; c;) {
+    for (mk_ctx *c = ctx; c; c = mki_ctx_next_in(c, ctx)) {
         const mki_kind_ops *ops = c->ops;
         ops->collect(c);
         if (ops->trim)
             bytes += ops->trim(c);
-        if (c->first_child) {
-            c = c->first_child;
-            continue;
-        }
-        while (c != ctx && !c->next_sibling)
-            c = c->parent;
-        c = c == ctx ? NULL : c->next_sibling;
     }
     return bytes;
 }
@@ -215,12 +207,11 @@ int mk_ctx_set_parent(mk_ctx *ctx, mk_ctx *new_parent)
         errno = EINVAL;
         return -1;
     }
-    /* a move under itself or one of its descendants would make a cycle */
-    for (const mk_ctx *a = new_parent; a; a = a->parent)
-        if (a == ctx) {
-            errno = EINVAL;
-            return -1;
-        }
+    if (mki_ctx_above(ctx, new_parent)) { /* under itself or a descendant:
+                                              a cycle */
+        errno = EINVAL;
+        return -1;
+    }
     if (ctx->parent == new_parent)
         return 0;
     if (mki_ctx_move_charges(ctx, new_parent) != 0)

@@ -194,6 +194,28 @@ MKI_INLINE uintptr_t mki_ctx_owner(const mk_ctx *ctx)
                                 memory_order_relaxed);
 }
 
+/* The pre-order successor of @c within the subtree rooted at @root (NULL
+ * after the last): `for (c = root; c; c = mki_ctx_next_in(c, root))`
+ * visits the whole subtree, without recursion. */
+MKI_INLINE mk_ctx *mki_ctx_next_in(const mk_ctx *c, const mk_ctx *root)
+{
+    if (c->first_child)
+        return c->first_child;
+    for (; c != root; c = c->parent)
+        if (c->next_sibling)
+            return c->next_sibling;
+    return NULL;
+}
+
+/* Is @a @c itself or one of @c's ancestors? */
+MKI_INLINE int mki_ctx_above(const mk_ctx *a, const mk_ctx *c)
+{
+    for (; c; c = c->parent)
+        if (c == a)
+            return 1;
+    return 0;
+}
+
 /* Take in the chunks other threads freed into @ctx, if there are any (the
  * owner calls it on the slow paths that take new memory). */
 MKI_INLINE void mki_ctx_collect(mk_ctx *ctx)

@@ -87,16 +87,8 @@ void mki_ctx_page_released(mki_page *pg)
 static size_t subtree_held(const mk_ctx *ctx)
 {
     size_t sum = 0;
-    for (const mk_ctx *c = ctx; c;) {
+    for (const mk_ctx *c = ctx; c; c = mki_ctx_next_in(c, ctx))
         sum += load((_Atomic size_t *)&c->held);
-        if (c->first_child) {
-            c = c->first_child;
-            continue;
-        }
-        while (c != ctx && !c->next_sibling)
-            c = c->parent;
-        c = c == ctx ? NULL : c->next_sibling;
-    }
     return sum;
 }
 
@@ -125,21 +117,12 @@ size_t mk_ctx_limit(const mk_ctx *ctx, size_t *charged, size_t *refused)
 /* Before @ctx's subtree moves under @new_parent: move its page bytes from
  * the limited ancestors it leaves to those it gains (0), or refuse when
  * one it gains has no room (-1, ENOMEM, nothing changed). */
-/* Is @a @c itself or one of its ancestors? */
-static int above(const mk_ctx *a, const mk_ctx *c)
-{
-    for (; c; c = c->parent)
-        if (c == a)
-            return 1;
-    return 0;
-}
-
 int mki_ctx_move_charges(mk_ctx *ctx, mk_ctx *new_parent)
 {
     size_t bytes = subtree_held(ctx);
     /* the ancestors it gains (not those it keeps) must have the room */
     for (mk_ctx *a = new_parent; a; a = a->parent)
-        if (a->limit && !above(a, ctx->parent) &&
+        if (a->limit && !mki_ctx_above(a, ctx->parent) &&
             load(&a->charged) + bytes > a->limit) {
             atomic_fetch_add_explicit(&a->refused, 1, memory_order_relaxed);
             errno = ENOMEM;

@@ -39,19 +39,6 @@ static void one(const mk_ctx *ctx, mk_stats *out, int collect)
 
 void mki_ctx_stats_one(const mk_ctx *ctx, mk_stats *out) { one(ctx, out, 1); }
 
-/* Pre-order successor of @c within the subtree rooted at @root. */
-static const mk_ctx *next_in(const mk_ctx *c, const mk_ctx *root)
-{
-    if (c->first_child)
-        return c->first_child;
-    while (c != root) {
-        if (c->next_sibling)
-            return c->next_sibling;
-        c = c->parent;
-    }
-    return NULL;
-}
-
 /* Should the figures of @c be preceded by a collect (see one())? */
 static int may_collect(const mk_ctx *c, int owned_only)
 {
@@ -67,7 +54,8 @@ int mki_ctx_stats_tree(const mk_ctx *ctx, mk_stats *out, int recurse,
     }
     one(ctx, out, may_collect(ctx, owned_only));
     if (recurse) {
-        for (const mk_ctx *c = next_in(ctx, ctx); c; c = next_in(c, ctx)) {
+        for (const mk_ctx *c = mki_ctx_next_in(ctx, ctx); c;
+             c = mki_ctx_next_in(c, ctx)) {
             mk_stats s;
             one(c, &s, may_collect(c, owned_only));
             mki_ctx_stats_add(out, &s);

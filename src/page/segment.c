@@ -408,18 +408,23 @@ static int commit_units(mki_segment *s, unsigned first, unsigned n)
     return 0;
 }
 
+/* A run of @units clear in @taken (a page's run is aligned to its own
+ * size up to 64 units, else whole words), or -1, which tightens @hint,
+ * the segment's bound on the longest such run. */
+static int find_clear_run(const uint64_t *taken, uint32_t *hint, uint32_t units)
+{
+    int at = units <= 64 ? find_aligned_run(taken, (unsigned)__builtin_ctz(units))
+                         : find_word_run(taken, units / 64);
+    if (at < 0)
+        *hint = units - 1; /* no run this long: tighten the bound */
+    return at;
+}
+
 static int find_run(mki_segment *s, uint32_t units)
 {
     if (s->free_units < units || s->max_run_hint < units)
         return -1;
-    int at;
-    if (units <= 64)
-        at = find_aligned_run(s->used, (unsigned)__builtin_ctz(units));
-    else
-        at = find_word_run(s->used, units / 64);
-    if (at < 0)
-        s->max_run_hint = units - 1; /* no run this long: tighten the bound */
-    return at;
+    return find_clear_run(s->used, &s->max_run_hint, units);
 }
 
 /* A free run of @units that is committed all through (memory a page gave
@@ -432,11 +437,7 @@ static int find_warm_run(mki_segment *s, uint32_t units)
     uint64_t taken[MKI_BITMAP_WORDS]; /* used, or not committed */
     for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++)
         taken[w] = s->used[w] | ~s->committed[w];
-    int at = units <= 64 ? find_aligned_run(taken, (unsigned)__builtin_ctz(units))
-                         : find_word_run(taken, units / 64);
-    if (at < 0)
-        s->warm_run_hint = units - 1;
-    return at;
+    return find_clear_run(taken, &s->warm_run_hint, units);
 }
 
 mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
