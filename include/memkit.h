@@ -719,6 +719,26 @@ MK_API long mk_option_get(const char *name);
 MK_API int mk_option_set(const char *name, long value);
 
 /* ------------------------------------------------------------------------ */
+/* The heap profile                                                          */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Write the sampled heap profile of what is live now (docs/PROFILE.md) to
+ * PREFIX.heap (the text heap-profile format pprof and jeprof read, with
+ * the process's mappings) and PREFIX.folded (folded stacks, first frame
+ * the context's path, for flame graphs).  @p prefix NULL: the
+ * MEMKIT_PROFILE_PREFIX (default "memkit-profile.%p", %p the process id)
+ * followed by ".N", N counting the dumps.  The profile is on with
+ * MEMKIT_PROFILE=1 (or mk_option_set("profile", 1)); it is also written
+ * at exit (PREFIX.exit.* and, at the high-water mark of the live
+ * estimate, PREFIX.peak.*) and on the signal MEMKIT_PROFILE_SIGNAL names.
+ * Never allocates.  Thread-safe.
+ * @return 0, or -1 with errno: ENOTSUP when the profile has never been on
+ *         in this process, or the error of creating or writing a file.
+ */
+MK_API int mk_profile_dump(const char *prefix);
+
+/* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
 /* ------------------------------------------------------------------------ */
 

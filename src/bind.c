@@ -19,11 +19,19 @@
 #include "heap/heap.h"
 #include "page/purge.h"
 #include "pool/pool.h"
+#include "prof/prof.h"
 
 /* ---- the base: an option changed --------------------------------------------- */
 
+static void options_changed(void)
+{
+    mki_purge_options_changed();
+    mki_prof_options_changed();
+    mki_heap_profile_changed(mki_prof_active());
+}
+
 const struct mki_base_up mki_base_up = {
-    .options_changed = mki_purge_options_changed,
+    .options_changed = options_changed,
 };
 
 /* ---- the page layer: owners, collecting, the background thread ----------------- */
@@ -54,6 +62,7 @@ const struct mki_page_up mki_page_up = {
     .collect = mki_heap_collect,
     .spawn = spawn_in_own_ctx,
     .released = mki_ctx_page_released,
+    .unsampled = mki_prof_unsample_page,
 };
 
 /* ---- the context layer: the current context, and the decorator ------------------- */
@@ -66,6 +75,10 @@ const struct mki_ctx_up mki_ctx_up = {
     .page_new = mki_instrument_page_new,
     .page_reset = mki_instrument_page_reset,
     .walk_page = mki_instrument_walk_page,
+    .profiled = mki_prof_active,
+    .sample = mki_prof_sample,
+    .unsample = mki_prof_unsample,
+    .unsample_page = mki_prof_unsample_page,
 };
 
 /* ---- fork ---------------------------------------------------------------------------
@@ -78,6 +91,7 @@ static void fork_prepare(void)
 {
     mki_pool_fork(0); /* (taken alone, never with another lock) */
     mki_heap_fork(0);
+    mki_prof_fork(0);
     mki_purge_fork(0);
     mki_huge_fork(0);
     mki_segment_fork(0);
@@ -92,6 +106,7 @@ static void fork_parent(void)
     mki_segment_fork(1);
     mki_huge_fork(1);
     mki_purge_fork(1);
+    mki_prof_fork(1);
     mki_heap_fork(1);
     mki_pool_fork(1);
 }
@@ -103,6 +118,7 @@ static void fork_child(void)
     mki_segment_fork(2);
     mki_huge_fork(2);
     mki_heap_fork(2);
+    mki_prof_fork(2);
     mki_purge_fork(2);
     mki_pool_fork(2);
 }

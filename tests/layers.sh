@@ -20,7 +20,7 @@ rank() {
     os/*) echo 1 ;;
     page/*) echo 2 ;;
     ctx/*) echo 3 ;;
-    check/*) echo 4 ;;
+    check/* | prof/*) echo 4 ;; # (two layers side by side: neither uses the other)
     heap/*) echo 5 ;;
     pool/*) echo 6 ;;
     stats.h | stats.c) echo 7 ;;

@@ -40,6 +40,9 @@ enum mki_option {
     MKI_OPT_STATS,              /* print the process figures at exit */
     MKI_OPT_ARENA_MB,           /* the arena of normal segments (fixed at
                                    start) */
+    MKI_OPT_PROFILE,            /* the heap profile (prof/) */
+    MKI_OPT_PROFILE_RATE,       /* its mean sampling interval, bytes */
+    MKI_OPT_PROFILE_SIGNAL,     /* a signal that dumps it (0: none) */
     MKI_OPT_COUNT
 };
 /* The values of MKI_OPT_PURGE (page/purge.c gives them their meaning). */

@@ -34,6 +34,13 @@ static const char *const purge_words[] = {"off", "dontneed", "free", "unmap",
                                           NULL};
 static const char *const bool_words[] = {"off", "on", NULL};
 static const char *const secure_words[] = {"off", "on", "guard", NULL};
+/* Linux's signal numbers, by name ("off": none) */
+static const char *const signal_words[] = {
+    "off", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT",
+    "SIGBUS", "SIGFPE", "SIGKILL", "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE",
+    "SIGALRM", "SIGTERM", "SIGSTKFLT", "SIGCHLD", "SIGCONT", "SIGSTOP",
+    "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG", "SIGXCPU", "SIGXFSZ",
+    "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS", NULL};
 
 #ifndef MEMKIT_SECURE_DEFAULT
 #define MEMKIT_SECURE_DEFAULT 0
@@ -73,6 +80,15 @@ static const option_def defs[MKI_OPT_COUNT] = {
      * path.  0: none, every segment a mapping of its own (frees take the
      * slow path).  Read at start only. */
     [MKI_OPT_ARENA_MB] = {"arena_mb", "MEMKIT_ARENA_MB", 0, 64 << 10},
+    /* The sampled heap profile (docs/PROFILE.md): on for contexts and
+     * heaps made from then on (and the calling thread's own); its mean
+     * interval between samples, in bytes allocated (1: every allocation);
+     * a signal whose delivery dumps it. */
+    [MKI_OPT_PROFILE] = {"profile", "MEMKIT_PROFILE", 0, 1, bool_words},
+    [MKI_OPT_PROFILE_RATE] = {"profile_rate", "MEMKIT_PROFILE_RATE", 1,
+                              1L << 40},
+    [MKI_OPT_PROFILE_SIGNAL] = {"profile_signal", "MEMKIT_PROFILE_SIGNAL", 0,
+                                31, signal_words},
 };
 
 /* The defaults (docs/OPTIONS.md lists them too). */
@@ -85,6 +101,9 @@ _Atomic long mki_options[MKI_OPT_COUNT] = {
     [MKI_OPT_VERBOSE] = 0,
     [MKI_OPT_STATS] = 0,
     [MKI_OPT_ARENA_MB] = 64 << 10,
+    [MKI_OPT_PROFILE] = 0,
+    [MKI_OPT_PROFILE_RATE] = 512 << 10,
+    [MKI_OPT_PROFILE_SIGNAL] = 0,
 };
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
@@ -167,10 +186,12 @@ static void print_options(void)
     }
 }
 
-/* Variables of memkit's own tools and tests, not options of the library. */
+/* Variables of memkit's own tools and tests, and the library's text
+ * variables (each read where it is used), not options of the table. */
 static int tools_own(const char *var)
 {
     static const char *const prefixes[] = {"MEMKIT_STATS_FILE=", "MEMKIT_FAIL_OS=",
+                                           "MEMKIT_PROFILE_PREFIX=",
                                            "MEMKIT_RUN_", "MEMKIT_BENCH_",
                                            "MEMKIT_TEST_", "MEMKIT_SOAK_"};
     for (size_t k = 0; k < sizeof prefixes / sizeof *prefixes; k++)

@@ -54,8 +54,36 @@
 
 /* ---- allocation ----------------------------------------------------------- */
 
+/* The countdown is the sampler's (ctx.h); a thread starts at 0, so that
+ * its first allocation in a profiled context draws its first interval. */
+_Thread_local int64_t mki_prof_left __attribute__((tls_model("initial-exec")));
+
+/* A profiled context's allocation (MKI_KIND_PROF): its kind's own path,
+ * then the countdown.  GENERAL's free-list pop is repeated here (mk_alloc
+ * does not take it for such a context); the other kinds take their method
+ * table, which serves every request. */
+static MKI_NOINLINE void *alloc_profiled(mk_ctx *ctx, size_t size)
+{
+    void *p;
+    if (MKI_LIKELY(ctx->kind == MK_GENERAL && size <= MKI_SMALL_MAX)) {
+        mki_general *g = (mki_general *)ctx;
+        mki_page *pg = mki_general_page_for(g, size);
+        p = mki_general_pop(pg);
+        if (!p)
+            p = mki_general_refill(g, pg, size);
+    } else {
+        mki_purge_safe_point();
+        p = size > MKI_SIZE_MAX ? (errno = ENOMEM, NULL)
+            : ctx->kind == MK_GENERAL ? mki_general_alloc_slow((mki_general *)ctx, size)
+                                      : ctx->ops->alloc(ctx, size);
+    }
+    return mki_prof_count(ctx, p, size);
+}
+
 static MKI_NOINLINE void *alloc_generic(mk_ctx *ctx, size_t size)
 {
+    if (ctx->fast_kind == MKI_KIND_PROF)
+        return alloc_profiled(ctx, size);
     mki_purge_safe_point(); /* before anything is touched (purge.c) */
     if (MKI_LIKELY(ctx->fast_kind == MK_GENERAL))
         return mki_general_alloc_slow((mki_general *)ctx, size);
@@ -140,7 +168,10 @@ void *mk_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
         return NULL;
     }
     mki_purge_safe_point();
-    return ctx->ops->alloc_aligned(ctx, size, align);
+    void *p = ctx->ops->alloc_aligned(ctx, size, align);
+    if (ctx->fast_kind == MKI_KIND_PROF)
+        mki_prof_count(ctx, p, size);
+    return p;
 }
 
 void *mk_alloc_array(mk_ctx *ctx, size_t n, size_t size)
@@ -268,6 +299,9 @@ static MKI_NOINLINE void free_slow(mki_page *pg, void *p, const char *fn)
         chunk_valid(pg, p, fn, 1); /* reports */
         return;
     }
+    /* (only the exact address of a live sample matches: a bad pointer is
+     * not one, and is reported below as ever) */
+    mki_prof_forget(pg, p);
     mk_ctx *ctx = pg->ctx;
     const mki_kind_ops *ops = ctx->ops;
     if (ops->free_any) { /* a decorator's: the whole free is its own */
@@ -361,12 +395,24 @@ void *mk_realloc(void *p, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    const mki_kind_ops *ops = pg->ctx->ops;
+    mk_ctx *ctx = pg->ctx;
+    const mki_kind_ops *ops = ctx->ops;
     if (ops->no_free) {
         errno = ENOTSUP;
         return NULL;
     }
-    return ops->realloc(pg, p, size);
+    /* a sampled chunk is replaced: its sample goes, and the new size is
+     * counted as an allocation (as jemalloc counts a realloc) */
+    mki_prof_forget(pg, p);
+    if (ctx->fast_kind != MKI_KIND_PROF)
+        return ops->realloc(pg, p, size);
+    /* (a kind that moves the chunk with mk_alloc counts nothing: the
+     * realloc is counted once, here) */
+    int64_t left = mki_prof_left;
+    mki_prof_left = INT64_MAX / 2;
+    void *q = ops->realloc(pg, p, size);
+    mki_prof_left = left;
+    return mki_prof_count(ctx, q, size);
 }
 
 size_t mki_chunk_usable_size(const void *p, const char *fn)

@@ -72,7 +72,8 @@ mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
     c->kind = (uint8_t)kind;
     c->fast_kind = instrumented ? MKI_KIND_SLOW
                    : mki_secure ? MKI_KIND_SECURE
-                                : (uint8_t)kind;
+                   : kind != MK_SLAB && mki_ctx_up.profiled() ? MKI_KIND_PROF
+                                                               : (uint8_t)kind;
     c->flags = (uint16_t)(opts ? opts->flags : 0);
     c->name = name ? name : "?";
     atomic_init(&c->owner_tid, mki_tid());
@@ -234,6 +235,16 @@ void mki_ctx_set_owner_tid(mk_ctx *ctx, uintptr_t tid)
     else if (ctx->fast_kind == MKI_KIND_SECURE) /* (ctx.h) */
         ctx->fast_tid = tid ? tid | MKI_TID_SECURE : 0;
     ctx->ops->set_owner(ctx, ctx->fast_tid);
+}
+
+void mki_ctx_set_profiled(mk_ctx *ctx, int on)
+{
+    if (!ctx || ctx->fast_tid != mki_tid() || ctx->kind == MK_SLAB)
+        return; /* not the caller's, or secure or instrumented */
+    if (on && ctx->fast_kind == ctx->kind)
+        ctx->fast_kind = MKI_KIND_PROF;
+    else if (!on && ctx->fast_kind == MKI_KIND_PROF)
+        ctx->fast_kind = ctx->kind;
 }
 
 void mk_ctx_set_owner(mk_ctx *ctx)

@@ -43,6 +43,13 @@ typedef struct mki_callback {
  * thread's identity (a counter, os.h), so no inline path takes it, while
  * secure mode's own free tells its owner's pages with one comparison. */
 #define MKI_TID_SECURE ((uintptr_t)1 << 63)
+/* A context of a profiled process (MEMKIT_PROFILE, prof/): as its kind in
+ * everything but the inline allocation paths, which it never takes, so
+ * that every allocation passes the sampler's countdown (chunk.c,
+ * heap.c).  Frees keep their fast path: only a page holding a sampled
+ * chunk sends its frees to the slow path (MKI_TID_SAMPLED, page.h).  The
+ * fast paths of contexts that are not profiled are unchanged. */
+#define MKI_KIND_PROF 0xfdu
 
 struct mk_ctx {
     uint8_t kind;         /* mk_kind */
@@ -131,8 +138,45 @@ struct mki_ctx_up {
     int (*page_new)(mki_page *pg);
     void (*page_reset)(mki_page *pg);
     void (*walk_page)(mki_page *pg, void *walk);
+    /* The heap profile (prof/): should a new context be profiled; chunk @p
+     * of @size bytes just allocated in @ctx is a sample (the countdown
+     * below crossed zero: it draws the next interval, and records @p);
+     * sampled chunk @p of @pg is freed or replaced (any thread; a chunk
+     * that is not a sample is ignored); and the sampled chunks of @pg die
+     * without a free (a reset keeps the page). */
+    int (*profiled)(void);
+    void (*sample)(mk_ctx *ctx, void *p, size_t size);
+    void (*unsample)(mki_page *pg, const void *p);
+    void (*unsample_page)(mki_page *pg);
 };
 extern const struct mki_ctx_up mki_ctx_up;
+
+/* ---- the sampler's countdown -------------------------------------------------
+ * The bytes the calling thread may still allocate in profiled contexts
+ * before the next sample (prof/sample.c draws each interval, geometric
+ * with the mean MEMKIT_PROFILE_RATE).  Only profiled paths read it. */
+extern _Thread_local int64_t mki_prof_left __attribute__((tls_model("initial-exec")));
+/* Count an allocation of @size bytes (0 counts 1): 1 when it is a sample. */
+MKI_INLINE int mki_prof_tick(size_t size)
+{
+    int64_t left = mki_prof_left - (int64_t)(size ? size : 1);
+    mki_prof_left = left;
+    return MKI_UNLIKELY(left < 0);
+}
+/* A chunk @p just allocated in profiled context @ctx: counted, and
+ * recorded when it is a sample.  Returns @p. */
+MKI_INLINE void *mki_prof_count(mk_ctx *ctx, void *p, size_t size)
+{
+    if (p && mki_prof_tick(size))
+        mki_ctx_up.sample(ctx, p, size);
+    return p;
+}
+/* Chunk @p of @pg is freed or replaced: forget its sample, if it is one. */
+MKI_INLINE void mki_prof_forget(mki_page *pg, const void *p)
+{
+    if (MKI_UNLIKELY(atomic_load_explicit(&pg->samples, memory_order_relaxed) != NULL))
+        mki_ctx_up.unsample(pg, p);
+}
 
 /* ---- ctx/general.c, slab.c, generation.c, bump.c: the kinds -------------- */
 extern const mki_kind_ops mki_general_ops;
@@ -156,9 +200,12 @@ MKI_INLINE int mki_ctx_claim_page(mk_ctx *ctx, mki_page *pg)
         return mki_ctx_up.page_new(pg);
     return 0;
 }
-/* A page kept by a reset: the decorator forgets its chunks. */
+/* A page kept by a reset: the decorator and the profile forget its
+ * chunks. */
 MKI_INLINE void mki_ctx_page_reset(mk_ctx *ctx, mki_page *pg)
 {
+    if (MKI_UNLIKELY(atomic_load_explicit(&pg->samples, memory_order_relaxed) != NULL))
+        mki_ctx_up.unsample_page(pg); /* its chunks die */
     if (ctx->fast_kind == MKI_KIND_SLOW)
         mki_ctx_up.page_reset(pg);
 }
@@ -184,6 +231,10 @@ extern const mki_kind_ops *const mki_kinds[4];
  * 0 with errno EINVAL when outside [1 KiB, @max]. */
 size_t mki_ctx_block_size(const mk_ctx_opts *opts, size_t def, size_t max);
 
+/* The profile was switched on (1) or off (0) at run time: context @ctx,
+ * if the calling thread owns it and its kind may be profiled, starts or
+ * stops taking the profiled paths (MKI_KIND_PROF). */
+void mki_ctx_set_profiled(mk_ctx *ctx, int on);
 /* Make thread @tid (0: none, an orphan) the owner of @ctx and its pages. */
 void mki_ctx_set_owner_tid(mk_ctx *ctx, uintptr_t tid);
 

@@ -677,6 +677,8 @@ static void release_but_largest(mki_page *pg, void *arg)
  * reported). */
 static void rewind_page(mki_page *pg)
 {
+    if (MKI_UNLIKELY(atomic_load_explicit(&pg->samples, memory_order_relaxed) != NULL))
+        mki_ctx_up.unsample_page(pg); /* its chunks die */
     atomic_store_explicit(&pg->xfree, 0, memory_order_relaxed);
     pg->free = NULL;
     pg->extend = pg->start;

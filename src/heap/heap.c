@@ -74,6 +74,9 @@ static _Thread_local mk_ctx *tls_heap TLS_IE;
 /* secure mode: the malloc context when it is a secure GENERAL context the
  * thread owns (mki_tls_fast is then the boot context), else NULL */
 static _Thread_local mki_general *tls_secure TLS_IE;
+/* a profiled process: the same, for a profiled GENERAL context the thread
+ * owns (its every malloc passes the sampler's countdown, ctx.h) */
+static _Thread_local mki_general *tls_prof TLS_IE;
 static _Thread_local int tls_busy TLS_IE; /* setting up the heap */
 static _Thread_local int tls_exited TLS_IE; /* heap_exit ran: the thread is
                                                 in its last destructors */
@@ -123,6 +126,10 @@ static void update_fast(void)
                          c->fast_tid == (mki_tid() | MKI_TID_SECURE)
                      ? (mki_general *)c
                      : NULL;
+    tls_prof = c && c->fast_kind == MKI_KIND_PROF && c->kind == MK_GENERAL &&
+                       c->fast_tid == mki_tid()
+                   ? (mki_general *)c
+                   : NULL;
 }
 
 /* ---- orphans ---------------------------------------------------------------- */
@@ -420,7 +427,25 @@ void *mki_heap_refill(mki_general *g, mki_page *pg, size_t n)
     if (MKI_LIKELY(s != NULL) &&
         !atomic_load_explicit(&mki_purge_want, memory_order_relaxed))
         return mki_general_alloc_secure(s, n);
+    mki_general *pf = tls_prof; /* a profiled process's every malloc */
+    if (MKI_LIKELY(pf != NULL) &&
+        !atomic_load_explicit(&mki_purge_want, memory_order_relaxed)) {
+        /* (n <= 32 KiB: the inline path's own lookup, in the real table) */
+        mki_page *p = n <= MKI_DIRECT_MAX ? pf->cls[mki_class_of_a16(n)]
+                                          : mki_general_page_for(pf, n);
+        void *b = mki_general_pop(p);
+        if (!b)
+            b = mki_general_refill(pf, p, mki_class_malloc_size(n));
+        return mki_prof_count(&pf->base, b, n);
+    }
     return mki_heap_alloc(n);
+}
+
+void mki_heap_profile_changed(int on)
+{
+    mki_ctx_set_profiled(tls_heap, on);
+    mki_ctx_set_profiled(tls_current, on);
+    update_fast();
 }
 
 void mki_heap_ctx_deleted(mk_ctx *c)

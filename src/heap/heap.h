@@ -31,6 +31,9 @@ void mki_heap_sweep_orphans(int max);
 /* Context @c is being deleted: forget it if the calling thread has it as
  * its current context or heap. */
 void mki_heap_ctx_deleted(mk_ctx *c);
+/* The profile was switched on or off (mk_option_set): the calling
+ * thread's heap and current context follow (others keep their paths). */
+void mki_heap_profile_changed(int on);
 /* The heap list's part of the fork handlers (0 prepare, 1 parent, 2
  * child; the top orders the layers' parts). */
 void mki_heap_fork(int phase);

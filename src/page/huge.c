@@ -325,6 +325,8 @@ void mki_huge_release(mki_page *pg)
 {
     if (pg->charged)
         mki_page_up.released(pg);
+    if (atomic_load_explicit(&pg->samples, memory_order_relaxed))
+        mki_page_up.unsampled(pg);
     mki_segment *s = mki_segment_of(pg->start);
     /* a context that gives its memory back at once keeps no cached copy */
     int at_once = (pg->flags & MKI_PF_RELEASE) != 0;

@@ -122,6 +122,12 @@ struct mki_page {
      * to the context's list instead).  One word, so a push and the owner's
      * moves change the list, its count and the state at once (general.c). */
     _Atomic uintptr_t xfree;
+    /* The heap profile's records of the sampled chunks of this page (its
+     * owner's business, prof/sample.c; NULL: none).  While it is not NULL
+     * the page's fast_tid carries MKI_TID_SAMPLED, so that every free into
+     * the page takes the slow path, which looks for the chunk here; the
+     * page layer only tells the owner when such a page goes. */
+    _Atomic(void *) samples;
 };
 
 #define MKI_XF_DELAYED ((uintptr_t)1)

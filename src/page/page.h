@@ -398,8 +398,17 @@ MKI_INLINE uintptr_t mki_page_tid(mki_page *pg)
     return atomic_load_explicit(&pg->fast_tid, memory_order_relaxed);
 }
 
+/* A page holding sampled chunks (layout.h, `samples`) has this bit in its
+ * fast_tid: no thread's identity has it (a counter, os.h), so no inline
+ * free takes the page, while its owner's slow path still knows it.  (Bit
+ * 63 is secure mode's, ctx.h.) */
+#define MKI_TID_SAMPLED ((uintptr_t)1 << 62)
+
 MKI_INLINE void mki_page_set_tid(mki_page *pg, uintptr_t tid)
 {
+    if (MKI_UNLIKELY(atomic_load_explicit(&pg->samples, memory_order_relaxed) != NULL) &&
+        tid)
+        tid |= MKI_TID_SAMPLED;
     atomic_store_explicit(&pg->fast_tid, tid, memory_order_relaxed);
 }
 
@@ -502,6 +511,10 @@ struct mki_page_up {
      * figures and limits.  Called by the thread giving it back, before
      * the page is reused. */
     void (*released)(mki_page *pg);
+    /* A page whose `samples` is not NULL goes back (its chunks die with
+     * it): the heap profile forgets them.  Called before the page is
+     * reused. */
+    void (*unsampled)(mki_page *pg);
 };
 extern const struct mki_page_up mki_page_up;
 

@@ -552,6 +552,8 @@ static void release(mki_page *pg)
 {
     if (pg->charged)
         mki_page_up.released(pg);
+    if (atomic_load_explicit(&pg->samples, memory_order_relaxed))
+        mki_page_up.unsampled(pg);
     mki_segment *s = mki_segment_of(pg->start);
     if (pg->live) { /* an instrumented page's bitmap goes with it */
         mki_meta_free((void *)pg->live, mki_page_live_bytes(pg));

@@ -3,7 +3,7 @@
  * and show how its resident memory went.
  *
  *   memkit-run [--interval MS] [--csv FILE] [--svg FILE] [--system]
- *              [--] PROGRAM ARGS...
+ *              [--profile [--rate BYTES] [--out PREFIX]] [--] PROGRAM ARGS...
  *
  * The flow: options; the files are opened before the program starts (a
  * typo in a path should not cost a long run); the library is found
@@ -64,7 +64,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: memkit-run [--interval MS] [--csv FILE] [--svg FILE] [--system]\n"
-"                  [--] PROGRAM ARGS...\n"
+"                  [--profile [--rate BYTES] [--out PREFIX]] [--] PROGRAM ARGS...\n"
 "Run PROGRAM on memkit's malloc (LD_PRELOAD of libmemkit-malloc.so), sample\n"
 "the resident memory of it and every process it starts, and report on stderr:\n"
 "wall time, peak and final RSS, a chart, and memkit's own figures at exit.\n"
@@ -72,6 +72,12 @@ static void usage(FILE *f)
 "  --csv FILE     write the samples: time_s,rss_kib,private_dirty_kib,processes\n"
 "  --svg FILE     write a plot (gnuplot when installed, else a plain SVG)\n"
 "  --system       run on the system allocator (no preload) instead\n"
+"  --profile      sample a heap profile (MEMKIT_PROFILE): report the top stacks\n"
+"                 at the peak and still live at exit, the bytes by context, and\n"
+"                 write flame graphs PREFIX.peak.svg and PREFIX.exit.svg\n"
+"  --rate BYTES   mean bytes between samples (default 524288; 1: every\n"
+"                 allocation, an exact list of what is never freed)\n"
+"  --out PREFIX   where the profile goes (default ./memkit-profile)\n"
 "The library: $MEMKIT_RUN_LIB, else the build tree's or the installed one.\n"
 "Exit status: PROGRAM's; 128+N if it died of signal N; 127 not found,\n"
 "126 not executable, 125 memkit-run's own error.\n");
@@ -282,6 +288,9 @@ int main(int argc, char **argv)
         {"csv", required_argument, NULL, 'c'},
         {"svg", required_argument, NULL, 's'},
         {"system", no_argument, NULL, 'S'},
+        {"profile", no_argument, NULL, 'P'},
+        {"rate", required_argument, NULL, 'R'},
+        {"out", required_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -289,7 +298,9 @@ int main(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.interval_ms = 50;
     const char *csv = NULL, *svg = NULL;
-    int system_alloc = 0, c;
+    int system_alloc = 0, profile = 0, c;
+    long rate = 512 << 10;
+    const char *out_prefix = "memkit-profile";
     while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
         switch (c) {
         case 'i': {
@@ -307,6 +318,21 @@ int main(int argc, char **argv)
         case 'c': csv = optarg; break;
         case 's': svg = optarg; break;
         case 'S': system_alloc = 1; break;
+        case 'P': profile = 1; break;
+        case 'R': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 1 || v > (1L << 40)) {
+                fprintf(stderr, "memkit-run: --rate %s: a number of bytes from "
+                                "1 (every allocation) to 2^40\n", optarg);
+                return MR_EXIT_USAGE;
+            }
+            rate = v;
+            profile = 1;
+            break;
+        }
+        case 'O': out_prefix = optarg; profile = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return MR_EXIT_USAGE;
         }
@@ -333,6 +359,27 @@ int main(int argc, char **argv)
             return MR_EXIT_USAGE;
         }
         fclose(f);
+    }
+
+    if (profile && system_alloc) {
+        fprintf(stderr, "memkit-run: --profile needs memkit (not --system)\n");
+        return MR_EXIT_USAGE;
+    }
+    /* the profile: every process on memkit writes PREFIX.PID.* at exit
+     * (an absolute prefix: the program may change directory) */
+    char prefix[PATH_MAX];
+    if (profile) {
+        char cwd[PATH_MAX / 2];
+        if (out_prefix[0] != '/' && getcwd(cwd, sizeof cwd))
+            snprintf(prefix, sizeof prefix, "%s/%.*s", cwd, PATH_MAX / 2 - 16, out_prefix);
+        else
+            snprintf(prefix, sizeof prefix, "%s", out_prefix);
+        char env[PATH_MAX + 8], rs[32];
+        snprintf(env, sizeof env, "%s.%%p", prefix);
+        snprintf(rs, sizeof rs, "%ld", rate);
+        setenv("MEMKIT_PROFILE", "1", 1);
+        setenv("MEMKIT_PROFILE_RATE", rs, 1);
+        setenv("MEMKIT_PROFILE_PREFIX", env, 1);
     }
 
     char lib[PATH_MAX], why[PATH_MAX + 256];
@@ -444,6 +491,9 @@ int main(int argc, char **argv)
     } else if (stats[0] && !fifo) {
         unlink(stats);
     }
+
+    if (profile)
+        mr_profile_report(stderr, prefix, rate);
 
     if (csv_f || svg)
         fputc('\n', stderr);

@@ -10,6 +10,9 @@
  *   plot.c    the samples as CSV and as an SVG (gnuplot, or written here)
  *   json.c    a small JSON reader (objects, arrays, strings, integers)
  *   view.c    memkit's own figures at exit (MEMKIT_STATS=json), in words
+ *   profile.c --profile: the heap profile's report
+ *   symbols.c return addresses named (addr2line, or the ELF symbols)
+ *   flame.c   flame graphs as SVG
  *
  * The tool is Linux-only (/proc, prctl); it is plain C11 + POSIX otherwise
  * and does not link memkit: it observes the allocator, it does not use it.
@@ -19,6 +22,7 @@
 #define MEMKIT_RUN_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -182,5 +186,38 @@ int mr_view_print_text(FILE *out, const char *text, size_t len,
 
 /* Bytes in words: "512 B", "3.5 KiB", "64.0 MiB", "1.2 GiB". */
 void mr_view_bytes(char *buf, size_t cap, double bytes);
+
+/* ---- symbols.c --------------------------------------------------------------------- */
+
+typedef struct mr_symbols mr_symbols;
+
+/* A namer of the return addresses of a process whose mappings are
+ * @maps_text (the text of its /proc/PID/maps).  NULL if out of memory. */
+mr_symbols *mr_symbols_new(const char *maps_text);
+void mr_symbols_free(mr_symbols *s);
+/* Name the @n addresses (duplicates allowed), all at once. */
+void mr_symbols_resolve(mr_symbols *s, const uintptr_t *addrs, size_t n);
+/* The name of an address resolved before ("function (file:line)",
+ * "function+0xOFF (library)", "0xADDR (library)"), or NULL. */
+const char *mr_symbols_name(const mr_symbols *s, uintptr_t addr);
+/* Does return address @addr lie in a libmemkit* object? */
+int mr_symbols_is_memkit(const mr_symbols *s, uintptr_t addr);
+
+/* ---- flame.c ----------------------------------------------------------------------- */
+
+typedef struct mr_flame mr_flame;
+mr_flame *mr_flame_new(void);
+void mr_flame_free(mr_flame *f);
+/* Add a stack of @n frame names, root first, holding @bytes. */
+void mr_flame_add(mr_flame *f, const char *const *frames, int n, double bytes);
+/* Write the SVG to @path; 0, or -1 with errno. */
+int mr_flame_write(const mr_flame *f, const char *path, const char *title);
+
+/* ---- profile.c ---------------------------------------------------------------------- */
+
+/* The report of the heap profile a run left at @prefix.PID.* (rate
+ * @rate), and the flame graphs @prefix.peak.svg and @prefix.exit.svg.
+ * Returns 0, or -1 when no profile was found (said on @out). */
+int mr_profile_report(FILE *out, const char *prefix, long rate);
 
 #endif /* MEMKIT_RUN_H */
