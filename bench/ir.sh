@@ -7,8 +7,9 @@
 #
 #   bench/ir.sh [BUILD_DIR]     (default ./build; needs make first)
 #
-# Lines: malloc24 on glibc, on the drop-in (MEMKIT_SECURE off and 1),
-# ctx24 (mk_alloc/mk_free on a GENERAL context), pool24 (mk_pool_alloc,
+# Lines: malloc24 on glibc, on the drop-in (MEMKIT_SECURE off and 1, and
+# with the heap profile on at its default rate), ctx24 (mk_alloc/mk_free on
+# a GENERAL context; and profiled), pool24 (mk_pool_alloc,
 # three stores, mk_pool_free) and pool24-inline (MK_POOL_DECLARE's inline
 # functions).  The loop's own work (three stores, a volatile store, the
 # counter) is a handful of instructions of each figure.
@@ -41,6 +42,8 @@ per_iter() { # label kernel env...
 per_iter "malloc24 on glibc" malloc24
 per_iter "malloc24 on the drop-in" malloc24 LD_PRELOAD=$lib
 per_iter "malloc24 on the drop-in, SECURE=1" malloc24 LD_PRELOAD=$lib MEMKIT_SECURE=1
+per_iter "malloc24 on the drop-in, PROFILE=1" malloc24 LD_PRELOAD=$lib MEMKIT_PROFILE=1
 per_iter "ctx24 (mk_alloc/mk_free)" ctx24
+per_iter "ctx24, PROFILE=1" ctx24 MEMKIT_PROFILE=1
 per_iter "pool24 (mk_pool_alloc/free)" pool24
 per_iter "pool24-inline (MK_POOL_DECLARE)" pool24-inline

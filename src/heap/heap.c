@@ -419,25 +419,30 @@ void *mki_heap_alloc(size_t n)
     return mk_alloc(c, mki_class_malloc_size(n));
 }
 
+/* A profiled process's malloc of @n <= 32 KiB in its heap @pf: the inline
+ * path's lookup and pop, in the real table, then the countdown.  (Its
+ * slow paths take their own purge safe points.) */
+static MKI_NOINLINE void *prof_malloc(mki_general *pf, size_t n)
+{
+    mki_page *p = n <= MKI_DIRECT_MAX ? pf->cls[mki_class_of_a16(n)]
+                                      : mki_general_page_for(pf, n);
+    void *b = mki_general_pop(p);
+    if (MKI_UNLIKELY(!b))
+        b = mki_general_refill(pf, p, mki_class_malloc_size(n));
+    return mki_prof_count(&pf->base, b, n);
+}
+
 void *mki_heap_refill(mki_general *g, mki_page *pg, size_t n)
 {
     if (MKI_LIKELY(g != &mki_heap_boot))
         return mki_general_refill(g, pg, mki_class_malloc_size(n));
-    mki_general *s = tls_secure; /* secure mode's every malloc, first */
+    mki_general *pf = tls_prof; /* a profiled process's every malloc */
+    if (MKI_LIKELY(pf != NULL))
+        return prof_malloc(pf, n);
+    mki_general *s = tls_secure; /* secure mode's every malloc */
     if (MKI_LIKELY(s != NULL) &&
         !atomic_load_explicit(&mki_purge_want, memory_order_relaxed))
         return mki_general_alloc_secure(s, n);
-    mki_general *pf = tls_prof; /* a profiled process's every malloc */
-    if (MKI_LIKELY(pf != NULL) &&
-        !atomic_load_explicit(&mki_purge_want, memory_order_relaxed)) {
-        /* (n <= 32 KiB: the inline path's own lookup, in the real table) */
-        mki_page *p = n <= MKI_DIRECT_MAX ? pf->cls[mki_class_of_a16(n)]
-                                          : mki_general_page_for(pf, n);
-        void *b = mki_general_pop(p);
-        if (!b)
-            b = mki_general_refill(pf, p, mki_class_malloc_size(n));
-        return mki_prof_count(&pf->base, b, n);
-    }
     return mki_heap_alloc(n);
 }
 

@@ -269,10 +269,16 @@ int mk_profile_dump(const char *prefix)
     return mki_prof_write(prefix, 0);
 }
 
-/* At exit: what is still live (a leak list at rate 1) and the peak. */
+/* At exit: what is still live (a leak list at rate 1) and the peak; not
+ * for a process that took no sample (a short-lived child of a profiled
+ * program: no files). */
 __attribute__((destructor)) static void prof_at_exit(void)
 {
     if (!atomic_load(&profile_used))
+        return;
+    mki_prof_totals t;
+    mki_prof_walk(NULL, NULL, &t);
+    if (!t.total.count)
         return;
     write_named("exit", 0);
     write_named("peak", 1);

@@ -54,8 +54,8 @@ typedef struct mki_prof_totals {
     long rate;                   /* mean interval in bytes; 1: every one */
     uint64_t samples_dropped;    /* no memory for a record (bookkeeping OOM) */
 } mki_prof_totals;
-/* Call @fn on every stack, with the profile's lock held (the figures do
- * not move meanwhile); @tot gets the totals. */
+/* Call @fn on every stack (@fn NULL: none), with the profile's lock held
+ * (the figures do not move meanwhile); @tot gets the totals. */
 void mki_prof_walk(void (*fn)(const mki_prof_stack *s, void *arg), void *arg,
                    mki_prof_totals *tot);
 

@@ -451,7 +451,7 @@ void mki_prof_walk(void (*fn)(const mki_prof_stack *s, void *arg), void *arg,
     totals.rate = atomic_load(&rate_now);
     if (tot)
         *tot = totals;
-    for (mki_prof_stack *s = all_stacks; s; s = s->all)
+    for (mki_prof_stack *s = all_stacks; fn && s; s = s->all)
         fn(s, arg);
     mki_os_unlock(&prof_lock);
 }

@@ -35,9 +35,10 @@ typedef struct site_sum {
     long stacks;
 } site_sum;
 
-/* (the empty asm after the call: no tail call, so each site has a frame) */
+/* (the empty asm after the call: no tail call, so each site has a frame;
+ * noipa: nor is it merged with its identical twins) */
 #define SITE(name)                                                            \
-    __attribute__((noinline)) static void *name(mk_ctx *c, size_t n)         \
+    __attribute__((noinline, noipa)) static void *name(mk_ctx *c, size_t n)  \
     {                                                                         \
         void *p = mk_alloc(c, n);                                             \
         __asm__ volatile("" : : "r"(p) : "memory");                           \

@@ -371,7 +371,87 @@ static void check_svg(const char *path)
     free(text);
 }
 
+/* The flame graph at @path: well-formed, and its boxes add up: the first
+ * row (the contexts) spans the whole width, every box's width is its share
+ * of the total bytes, and no row holds more than the total.  Returns the
+ * total bytes. */
+static double check_flame(const char *path)
+{
+    check_svg(path);
+    char *text = slurp(path);
+    if (!text)
+        return 0;
+    double w0 = 0, b0 = 0, w1 = 0, row[80] = {0};
+    for (const char *r = text; (r = strstr(r, "<rect class=\"frame\""));) {
+        double x, w, b;
+        int y, h, depth;
+        const char *wp = strstr(r, "width=\""), *dp = strstr(r, "data-depth=\"");
+        if (sscanf(r, "<rect class=\"frame\" x=\"%lf\" y=\"%d\"", &x, &y) != 2 || !wp ||
+            !dp || sscanf(wp, "width=\"%lf\" height=\"%d\"", &w, &h) != 2 ||
+            sscanf(dp, "data-depth=\"%d\" data-bytes=\"%lf\"", &depth, &b) != 2 ||
+            depth < 0 || depth >= 80) {
+            th_fail(__FILE__, __LINE__, "%s: a box without its figures", path);
+            break;
+        }
+        if (depth == 0) {
+            w0 = w;
+            b0 = b;
+        } else if (b0 > 0 && (w / w0 - b / b0 > 0.001 || b / b0 - w / w0 > 0.001)) {
+            th_fail(__FILE__, __LINE__, "%s: a box %.2f wide for %.0f of %.0f bytes",
+                    path, w, b, b0);
+        }
+        if (depth == 1)
+            w1 += w;
+        row[depth] += b;
+        r += 5;
+    }
+    CHECK(w0 > 1000);
+    CHECK(w1 > w0 - 0.05 && w1 < w0 + 0.05); /* the first row: everything */
+    for (int d = 1; d < 80; d++)
+        CHECK(row[d] <= b0 + 0.5);
+    free(text);
+    return b0;
+}
+
 /* ---- the tests ------------------------------------------------------------ */
+
+/* --profile --rate 1: the three blocks never freed are found by name, the
+ * flame graphs add up, the profile files are where --out says. */
+static void test_profile(void)
+{
+    char prefix[300], svg[320], folded[700];
+    scratch_path(prefix, sizeof prefix, "prof");
+    const char *args[] = {"--profile", "--rate", "1", "--out", prefix, "--",
+                          subject, "leak", NULL};
+    result r;
+    run_tool(args, NULL, &r);
+    CHECK_EQ(exit_code(&r), 0);
+    CHECK_STR_HAS(r.err, "heap profile (process ");
+    CHECK_STR_HAS(r.err, "every allocation");
+    const char *never = strstr(r.err, "never freed (live at exit)");
+    CHECK_NOT_NULL(never);
+    if (never) {
+        CHECK_STR_HAS(never, "leak_small");
+        CHECK_STR_HAS(never, "leak_mid");
+        CHECK_STR_HAS(never, "leak_big");
+        CHECK(strstr(never, "churn_one") == NULL); /* what was freed is not there */
+    }
+    CHECK_STR_HAS(r.err, "bytes by context at the peak");
+    CHECK_STR_HAS(r.err, "thread");
+    snprintf(svg, sizeof svg, "%s.exit.svg", prefix);
+    double exit_bytes = check_flame(svg);
+    CHECK(exit_bytes >= 40 + 3000 + 200000);
+    snprintf(svg, sizeof svg, "%s.peak.svg", prefix);
+    check_flame(svg);
+    char *t = slurp(svg);
+    CHECK(t && strstr(t, "<title>leak_big"));
+    free(t);
+    /* the raw files stay for pprof and other tools */
+    snprintf(folded, sizeof folded, "ls %s.*.exit.folded %s.*.exit.heap >/dev/null 2>&1",
+             prefix, prefix);
+    CHECK_EQ(system(folded), 0);
+    result_free(&r);
+}
 
 /* 64 MiB allocated, touched, held 150 ms, freed, then 300 ms of sleep:
  * exit 3, the peak and the drop, memkit's view, the CSV and the SVG. */
@@ -842,6 +922,7 @@ int main(int argc, char **argv)
     RUN(test_interval_and_user_stats);
     RUN(test_signals);
     RUN(test_gnuplot);
+    RUN(test_profile);
 
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);

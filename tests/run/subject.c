@@ -25,6 +25,9 @@
  *   quick         exit 0 at once (a program shorter than one sample)
  *   sleep MS      allocate and touch 1 MiB, sleep MS ms, exit 0
  *   env NAME      print "NAME=value" or "NAME unset" on stdout
+ *   leak          10,000 blocks allocated and freed, then 3 kept to the
+ *                 end, from leak_small (40 B), leak_mid (3000 B) and
+ *                 leak_big (200,000 B): what a heap profile at rate 1 finds
  *
  * Allocation goes through malloc, so LD_PRELOAD decides whose; the
  * chunks are written through a volatile pointer so the compiler cannot
@@ -94,6 +97,20 @@ static void wait_for(pid_t pid)
     }
 }
 
+/* (the asm after the call: no tail call, each function keeps its frame;
+ * noipa: nor is it merged with its identical twins) */
+#define LEAKER(name)                                                          \
+    __attribute__((noinline, noipa)) static void *name(size_t n)             \
+    {                                                                         \
+        void *p = malloc(n);                                                  \
+        __asm__ volatile("" : : "r"(p) : "memory");                           \
+        return p;                                                             \
+    }
+LEAKER(leak_small)
+LEAKER(leak_mid)
+LEAKER(leak_big)
+LEAKER(churn_one)
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -105,6 +122,18 @@ int main(int argc, char **argv)
         release(v, n);
         sleep_ms(300);
         return 3;
+    }
+    if (strcmp(mode, "leak") == 0) {
+        for (int i = 0; i < 10000; i++) {
+            char *volatile p = churn_one((size_t)(i % 900) + 1);
+            p[0] = 1;
+            free(p);
+        }
+        static void *volatile kept[3];
+        kept[0] = leak_small(40);
+        kept[1] = leak_mid(3000);
+        kept[2] = leak_big(200000);
+        return kept[0] && kept[1] && kept[2] ? 0 : 1;
     }
     if (strcmp(mode, "keep") == 0) {
         size_t n;
