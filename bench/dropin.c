@@ -76,6 +76,8 @@ static const struct dropin {
                             "MEMKIT_PURGE=dontneed"},
     [BD_memkit_free] = {"memkit:free", NULL, NULL, "libmemkit-malloc", "MEMKIT_PURGE=free"},
     [BD_memkit_unmap] = {"memkit:unmap", NULL, NULL, "libmemkit-malloc", "MEMKIT_PURGE=unmap"},
+    [BD_memkit_profile] = {"memkit:profile", NULL, NULL, "libmemkit-malloc",
+                           "MEMKIT_PROFILE=1"},
 };
 
 /* Is drop-in @d memkit's library (its own column or a purge mode)? */
@@ -120,6 +122,15 @@ int bench_dropin_ready(int d, const char **why)
         if (is_memkit(d)) {
             const char *env = getenv("MEMKIT_BENCH_MALLOC_LIB");
             snprintf(path[d], sizeof path[d], "%s", env && *env ? env : MEMKIT_MALLOC_PATH);
+            /* the heap profile's column: the library built for it, beside
+             * the drop-in (libmemkit-malloc-prof.so; docs/PROFILE.md) */
+            char *so = strstr(path[d], "libmemkit-malloc.so");
+            if (d == BD_memkit_profile && so && strlen(path[d]) + 6 < sizeof path[d]) {
+                char rest[64];
+                snprintf(rest, sizeof rest, "%s", so + strlen("libmemkit-malloc"));
+                snprintf(so, sizeof path[d] - (size_t)(so - path[d]), "libmemkit-malloc-prof%s",
+                         rest);
+            }
             if (!path[d][0] || access(path[d], R_OK) != 0) {
                 state[d] = -1;
                 reason[d] = "libmemkit-malloc.so not found (build the memkit-malloc target, "
@@ -154,7 +165,8 @@ void bench_dropin_describe(FILE *out)
         else if (d == BD_glibc)
             fprintf(out, "%s\n", dropins[d].what);
         else if (dropins[d].env)
-            fprintf(out, "%s with %s (W3 only)\n", dropins[d].what, dropins[d].env);
+            fprintf(out, "%s with %s (%s only)\n", dropins[d].what, dropins[d].env,
+                    d == BD_memkit_profile ? "W2M, W6" : "W3");
         else
             fprintf(out, "%s: LD_PRELOAD=%s\n", dropins[d].what, path[d]);
     }
@@ -268,7 +280,14 @@ int bench_dropin_measure(bench_row *speed, bench_row *rss, const bench_dropin_jo
         runs = BENCH_MAX_RUNS;
     for (int k = 0; k < nfig; k++)
         memset(job->figures[k].median, 0, sizeof job->figures[k].median);
-    const int ndropin = job->purge_modes ? BD_COUNT : BD_FIRST_MODE;
+    const int ndropin = BD_COUNT;
+    /* the profiled runs write their dumps to a file of ours, removed after */
+    static char prof_var[160];
+    {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(prof_var, sizeof prof_var, "MEMKIT_PROFILE_PREFIX=%s/memkit-bench-%d-prof",
+                 tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    }
 
     /* memkit's exit figures go to a file of our own, read after each run */
     static char stats_file[128], stats_var[160];
@@ -284,6 +303,9 @@ int bench_dropin_measure(bench_row *speed, bench_row *rss, const bench_dropin_jo
         for (int d = 0; d < ndropin; d++) {
             if (failed[d] || !bench_dropin_ready(d, NULL))
                 continue;
+            if ((d >= BD_FIRST_MODE && d <= BD_LAST_PURGE && !job->purge_modes) ||
+                (d == BD_memkit_profile && !job->profile_mode))
+                continue;
             /* the environment: the job's, then the mode's, then the stats' */
             const char *env[24];
             int ne = 0;
@@ -291,6 +313,8 @@ int bench_dropin_measure(bench_row *speed, bench_row *rss, const bench_dropin_jo
                 env[ne++] = *x;
             if (dropins[d].env)
                 env[ne++] = dropins[d].env;
+            if (d == BD_memkit_profile)
+                env[ne++] = prof_var;
             int want_stats = job->mkstats && is_memkit(d);
             if (want_stats) {
                 env[ne++] = "MEMKIT_STATS=json";
@@ -337,8 +361,18 @@ int bench_dropin_measure(bench_row *speed, bench_row *rss, const bench_dropin_jo
         }
     }
 
+    static const char *const prof_ends[] = {".exit.heap", ".exit.folded", ".peak.heap",
+                                             ".peak.folded"};
+    for (int k = 0; job->profile_mode && k < 4; k++) {
+        char f[200];
+        snprintf(f, sizeof f, "%s%s", prof_var + strlen("MEMKIT_PROFILE_PREFIX="), prof_ends[k]);
+        unlink(f);
+    }
     for (int d = 0; d < ndropin; d++) {
         if (!bench_dropin_ready(d, NULL) || failed[d])
+            continue;
+        if ((d >= BD_FIRST_MODE && d <= BD_LAST_PURGE && !job->purge_modes) ||
+            (d == BD_memkit_profile && !job->profile_mode))
             continue;
         if (speed)
             report_set(speed, BD_COL(d), sp[d], runs);

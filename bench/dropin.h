@@ -28,7 +28,8 @@
  * time limit in dropin.c).  After the peers, memkit's purge modes: the
  * same library as BD_memkit with MEMKIT_PURGE set (off, dontneed, free,
  * unmap), extra columns of the workloads that ask for them
- * (bench_dropin_job.purge_modes: W3); the others run BD_glibc..BD_tcmalloc
+ * (bench_dropin_job.purge_modes: W3), and the heap profile on at its default
+ * rate (profile_mode: W2M, W6); the others run BD_glibc..BD_tcmalloc
  * only. */
 enum {
     BD_glibc,
@@ -40,10 +41,12 @@ enum {
     BD_memkit_dontneed,
     BD_memkit_free,
     BD_memkit_unmap,
+    BD_memkit_profile, /* MEMKIT_PROFILE=1: the heap profile's cost (W2M, W6) */
     BD_COUNT
 };
 #define BD_BASELINE BD_glibc
-#define BD_FIRST_MODE BD_memkit_off /* [BD_FIRST_MODE, BD_COUNT): purge modes */
+#define BD_FIRST_MODE BD_memkit_off /* [BD_FIRST_MODE, BD_COUNT): memkit's modes */
+#define BD_LAST_PURGE BD_memkit_unmap /* [BD_FIRST_MODE, BD_LAST_PURGE]: purge modes */
 
 #define BENCH_NCOLS (BA_COUNT + BD_COUNT)
 #define BD_COL(d) (BA_COUNT + (d))
@@ -103,7 +106,8 @@ typedef struct bench_dropin_job {
     const char *const *env_extra; /* NULL or "NAME=value", NULL-ended */
     int unpin;                    /* multi-threaded: not pinned to one CPU */
     enum bench_speed speed;
-    int purge_modes;              /* also the BD_memkit_<mode> columns */
+    int purge_modes;              /* also the BD_memkit_<purge mode> columns */
+    int profile_mode;             /* also the BD_memkit_profile column */
     bench_dropin_figure *figures; /* NULL, or nfigures more figures */
     int nfigures;
     bench_dropin_mkstats *mkstats; /* NULL, or read memkit's exit figures */

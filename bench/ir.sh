@@ -8,7 +8,8 @@
 #   bench/ir.sh [BUILD_DIR]     (default ./build; needs make first)
 #
 # Lines: malloc24 on glibc, on the drop-in (MEMKIT_SECURE off and 1, and
-# with the heap profile on at its default rate), ctx24 (mk_alloc/mk_free on
+# with the heap profile on at its default rate), on libmemkit-malloc-prof
+# (the drop-in for profiling: its countdown inline; profile off and on), ctx24 (mk_alloc/mk_free on
 # a GENERAL context; and profiled), pool24 (mk_pool_alloc,
 # three stores, mk_pool_free) and pool24-inline (MK_POOL_DECLARE's inline
 # functions).  The loop's own work (three stores, a volatile store, the
@@ -17,6 +18,7 @@ set -eu
 build=${1:-build}
 ir=$build/bench/memkit-bench-ir
 lib=$build/libmemkit-malloc.so
+plib=$build/libmemkit-malloc-prof.so
 command -v valgrind >/dev/null 2>&1 || { echo "ir.sh: valgrind is missing" >&2; exit 1; }
 [ -x "$ir" ] || { echo "ir.sh: $ir is missing (run make)" >&2; exit 1; }
 n=200000
@@ -43,6 +45,8 @@ per_iter "malloc24 on glibc" malloc24
 per_iter "malloc24 on the drop-in" malloc24 LD_PRELOAD=$lib
 per_iter "malloc24 on the drop-in, SECURE=1" malloc24 LD_PRELOAD=$lib MEMKIT_SECURE=1
 per_iter "malloc24 on the drop-in, PROFILE=1" malloc24 LD_PRELOAD=$lib MEMKIT_PROFILE=1
+per_iter "malloc24 on -prof, PROFILE off" malloc24 LD_PRELOAD=$plib
+per_iter "malloc24 on -prof, PROFILE=1" malloc24 LD_PRELOAD=$plib MEMKIT_PROFILE=1
 per_iter "ctx24 (mk_alloc/mk_free)" ctx24
 per_iter "ctx24, PROFILE=1" ctx24 MEMKIT_PROFILE=1
 per_iter "pool24 (mk_pool_alloc/free)" pool24

@@ -101,7 +101,8 @@ static void usage(FILE *out)
     fprintf(out, "\n               drop-ins (W1M W2M W6 W7 W8 W3):");
     for (int d = 0; d < BD_FIRST_MODE; d++)
         fprintf(out, "%s%s", d ? "," : " ", bench_col_name(BD_COL(d)));
-    fprintf(out, "\n               memkit's purge modes (W3; `memkit` names them too):");
+    fprintf(out, "\n               memkit's purge modes (W3) and its heap profile (W2M, W6;\n"
+                 "               `memkit` names them too):");
     for (int d = BD_FIRST_MODE; d < BD_COUNT; d++)
         fprintf(out, "%s%s", d > BD_FIRST_MODE ? "," : " ", bench_col_name(BD_COL(d)));
     fprintf(out, "\n  --csv DIR    write the CSV files to DIR (default %s)\n",

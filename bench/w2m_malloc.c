@@ -47,7 +47,7 @@ void bench_w2m(const bench_opts *o)
         snprintf(size, sizeof size, "size=%u", cells[k].size);
         snprintf(ring, sizeof ring, "ring=%u", cells[k].ring);
         const char *argv[] = {prog, "w2m", size, ring, "ops=10000000", NULL};
-        bench_dropin_job job = {.argv = argv, .speed = BS_NS_PER_OP};
+        bench_dropin_job job = {.argv = argv, .speed = BS_NS_PER_OP, .profile_mode = 1};
         bench_dropin_measure(row, NULL, &job, o->runs);
     }
     report_progress_end();

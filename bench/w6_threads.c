@@ -87,7 +87,8 @@ void bench_w6(const bench_opts *o)
             snprintf(a_threads, sizeof a_threads, "threads=%d", n);
             snprintf(a_ops, sizeof a_ops, "ops=%llu", ops);
             const char *argv[] = {prog, pat->arg, a_threads, a_ops, pat->extra, NULL};
-            bench_dropin_job job = {.argv = argv, .unpin = 1, .speed = BS_MOPS};
+            bench_dropin_job job = {.argv = argv, .unpin = 1, .speed = BS_MOPS,
+                                    .profile_mode = 1};
             bench_dropin_measure(row, rrow, &job, o->runs);
         }
     }

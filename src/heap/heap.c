@@ -119,9 +119,13 @@ static mk_ctx *malloc_ctx_now(void)
 static void update_fast(void)
 {
     mk_ctx *c = malloc_ctx_now();
-    mki_tls_fast = c && c->fast_kind == MK_GENERAL && c->fast_tid == mki_tid()
-                       ? (mki_general *)c
-                       : &mki_heap_boot;
+    /* (libmemkit-malloc-prof counts on the inline path: a profiled
+     * GENERAL context may take it) */
+    int inline_ok = c && (c->fast_kind == MK_GENERAL ||
+                          (MKI_PROF_BUILD && c->fast_kind == MKI_KIND_PROF &&
+                           c->kind == MK_GENERAL));
+    mki_tls_fast = inline_ok && c->fast_tid == mki_tid() ? (mki_general *)c
+                                                         : &mki_heap_boot;
     tls_secure = c && c->fast_kind == MKI_KIND_SECURE && c->kind == MK_GENERAL &&
                          c->fast_tid == (mki_tid() | MKI_TID_SECURE)
                      ? (mki_general *)c
@@ -432,6 +436,33 @@ static MKI_NOINLINE void *prof_malloc(mki_general *pf, size_t n)
     return mki_prof_count(&pf->base, b, n);
 }
 
+void *mki_heap_alloc_sampled(size_t n)
+{
+    mk_ctx *c = mki_heap_malloc_ctx();
+    if (MKI_UNLIKELY(!c)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (c->fast_kind != MKI_KIND_PROF) {
+        /* not profiled: no countdown on this thread until it is (a
+         * thread's heap made while the profile was off stays unprofiled) */
+        if (!mki_ctx_up.profiled())
+            mki_prof_left = INT64_MAX / 2;
+        else
+            mki_prof_left = 0;
+        return mki_heap_alloc(n);
+    }
+    mki_general *g = (mki_general *)c; /* (n <= 32 KiB: the inline path's) */
+    mki_page *pg = n <= MKI_DIRECT_MAX ? g->cls[mki_class_of_a16(n)]
+                                       : mki_general_page_for(g, n);
+    void *p = mki_general_pop(pg);
+    if (!p)
+        p = mki_general_refill(g, pg, mki_class_malloc_size(n));
+    if (p)
+        mki_ctx_up.sample(c, p, n); /* (it draws the next interval) */
+    return p;
+}
+
 void *mki_heap_refill(mki_general *g, mki_page *pg, size_t n)
 {
     if (MKI_LIKELY(g != &mki_heap_boot))
@@ -448,6 +479,7 @@ void *mki_heap_refill(mki_general *g, mki_page *pg, size_t n)
 
 void mki_heap_profile_changed(int on)
 {
+    mki_prof_left = 0; /* (a countdown parked while the profile was off) */
     mki_ctx_set_profiled(tls_heap, on);
     mki_ctx_set_profiled(tls_current, on);
     update_fast();

@@ -7,6 +7,10 @@
 
 #include "../ctx/general.h"
 
+#ifndef MKI_PROF_BUILD
+#define MKI_PROF_BUILD 0 /* 1: libmemkit-malloc-prof (heap.c, override.h) */
+#endif
+
 #pragma GCC visibility push(hidden)
 
 /* ---- heap/heap.c: thread heaps and the current context ------------------- */
@@ -23,6 +27,10 @@ extern mki_general mki_heap_boot;
 void *mki_heap_alloc(size_t n);
 /* malloc's inline path found @pg (of context @g) without a free chunk. */
 void *mki_heap_refill(mki_general *g, mki_page *pg, size_t n);
+/* libmemkit-malloc-prof (MKI_PROF_BUILD): the countdown crossed zero on
+ * malloc's inline path: allocate @n (<= 32 KiB) and record the chunk as a sample if
+ * the profile is on (if it is off, the countdown is parked for good). */
+void *mki_heap_alloc_sampled(size_t n);
 /* The context malloc allocates from (created on first use), or NULL. */
 mk_ctx *mki_heap_malloc_ctx(void);
 /* Take in the chunks other threads freed into the heaps of exited threads

@@ -22,6 +22,14 @@ MKI_INLINE void *mki_override_alloc(size_t n)
         pg = mki_general_page_for(g, n);
     else
         return mki_heap_alloc(n);
+#if MKI_PROF_BUILD
+    /* libmemkit-malloc-prof: the heap profile's countdown on the inline
+     * path (ctx.h), so that a profiled heap keeps the inline pop; the
+     * plain library has no such line (heap.c serves a profiled heap on its
+     * slow path instead).  Larger requests are counted by mk_alloc. */
+    if (MKI_UNLIKELY(mki_prof_tick(n)))
+        return mki_heap_alloc_sampled(n);
+#endif
     void *b = mki_general_pop(pg);
     if (MKI_LIKELY(b != NULL))
         return b;

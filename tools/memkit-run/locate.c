@@ -143,6 +143,7 @@ int mr_locate_is_memkit(const char *path)
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     return strncmp(base, "libmemkit-malloc.so", 19) == 0 ||
+           strncmp(base, "libmemkit-malloc-prof.so", 24) == 0 ||
            strcmp(base, "libmemkit-malloc.a") == 0;
 }
 

@@ -390,6 +390,16 @@ int main(int argc, char **argv)
             return MR_EXIT_USAGE;
         }
         r.lib = lib;
+        /* a profile runs on the library built for it, when it is beside
+         * the drop-in (its countdown inline: docs/PROFILE.md) */
+        char *so = strstr(lib, "libmemkit-malloc.so");
+        if (profile && so) {
+            char alt[PATH_MAX];
+            snprintf(alt, sizeof alt, "%.*slibmemkit-malloc-prof%s", (int)(so - lib), lib,
+                     so + strlen("libmemkit-malloc"));
+            if (access(alt, R_OK) == 0)
+                snprintf(lib, sizeof lib, "%s", alt);
+        }
     }
     int wake_fd, fail;
     mr_sampler *sampler = mr_sample_new();
