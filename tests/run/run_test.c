@@ -450,6 +450,19 @@ static void test_profile(void)
     snprintf(folded, sizeof folded, "ls %s.*.exit.folded %s.*.exit.heap >/dev/null 2>&1",
              prefix, prefix);
     CHECK_EQ(system(folded), 0);
+    /* pprof reads the .heap file (google-pprof, Debian's google-perftools) */
+    if (on_path("google-pprof")) {
+        char cmd[1200], out[320];
+        scratch_path(out, sizeof out, "pprof.txt");
+        snprintf(cmd, sizeof cmd, "google-pprof --text '%s' %s.*.exit.heap > '%s' 2>&1",
+                 subject, prefix, out);
+        CHECK_EQ(system(cmd), 0);
+        char *txt = slurp(out);
+        CHECK(txt && strstr(txt, "leak_big") && strstr(txt, "leak_small"));
+        free(txt);
+    } else {
+        printf("  (google-pprof not installed: the .heap file is not read by pprof here)\n");
+    }
     result_free(&r);
 }
 
