@@ -65,6 +65,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static mki_prof_stack **buckets;  /* STACK_BUCKETS, mapped at init */
 static mki_prof_stack *all_stacks;
+static struct sample *spare;      /* records of samples gone, for reuse */
 static mki_prof_totals totals;
 static double peak_mark;          /* live est_bytes at the last snapshot */
 static _Atomic long rate_now = 512 << 10;
@@ -267,13 +268,34 @@ static const char *intern_path(const char *s)
     return p->s;
 }
 
-/* The stack record of @ips in context path @cp (prof_lock held). */
-static mki_prof_stack *stack_of(const uintptr_t *ips, int n, const char *cp)
+/* The calling thread's last context and its interned path (a context's
+ * name and parent are fixed but by mk_ctx_set_parent, which the key
+ * covers; prof_lock held to fill it). */
+static _Thread_local const mk_ctx *tls_path_ctx TLS_IE;
+static _Thread_local const void *tls_path_key[2] TLS_IE;
+static _Thread_local const char *tls_path TLS_IE;
+
+static const char *path_of(const mk_ctx *ctx)
+{
+    if (ctx == tls_path_ctx && tls_path_key[0] == ctx->name &&
+        tls_path_key[1] == ctx->parent)
+        return tls_path;
+    char cp[PATH_MAX_LEN];
+    ctx_path(ctx, cp, sizeof cp);
+    tls_path = intern_path(cp);
+    tls_path_ctx = ctx;
+    tls_path_key[0] = ctx->name;
+    tls_path_key[1] = ctx->parent;
+    return tls_path;
+}
+
+/* The stack record of @ips in context path @ip (interned; prof_lock
+ * held). */
+static mki_prof_stack *stack_of(const uintptr_t *ips, int n, const char *ip)
 {
     uint64_t h = hash_bytes(0xcbf29ce484222325ull, ips, (size_t)n * sizeof *ips);
-    h = hash_bytes(h, cp, strlen(cp));
+    h = hash_bytes(h, &ip, sizeof ip);
     mki_prof_stack **b = &buckets[h & (STACK_BUCKETS - 1)];
-    const char *ip = intern_path(cp);
     for (mki_prof_stack *s = *b; s; s = s->next)
         if (s->hash == h && s->depth == (uint32_t)n && s->ctx_path == ip &&
             memcmp(s->frames, ips, (size_t)n * sizeof *ips) == 0)
@@ -339,18 +361,22 @@ void mki_prof_sample(mk_ctx *ctx, void *p, size_t size)
     tls_busy = 1;
     uintptr_t ips[MAX_FRAMES];
     int n = take_stack(ips);
-    char cp[PATH_MAX_LEN];
-    ctx_path(ctx, cp, sizeof cp);
     double prob = rate <= 1 ? 1 : one_minus_exp_neg((double)sz / (double)rate);
-    sample *r = mki_meta_alloc(sizeof *r);
-    mki_page *pg = r ? mki_segment_find(p) : NULL; /* (what the free will find) */
+    mki_page *pg = mki_segment_find(p); /* (what the free will find) */
     mki_os_lock(&prof_lock);
-    mki_prof_stack *st = r ? stack_of(ips, n, cp) : NULL;
-    if (!st || !pg) {
+    sample *r = spare;
+    if (r)
+        spare = r->next;
+    else
+        r = mki_meta_alloc(sizeof *r);
+    mki_prof_stack *st = r && pg ? stack_of(ips, n, path_of(ctx)) : NULL;
+    if (!st) {
         totals.samples_dropped++;
+        if (r) {
+            r->next = spare;
+            spare = r;
+        }
         mki_os_unlock(&prof_lock);
-        if (r)
-            mki_meta_free(r, sizeof *r);
         tls_busy = 0;
         return;
     }
@@ -385,14 +411,15 @@ void mki_prof_sample(mk_ctx *ctx, void *p, size_t size)
         mki_prof_dump_due();
 }
 
-/* Sample @r leaves the figures (and its memory goes). */
+/* Sample @r leaves the figures (its record is kept for the next one). */
 static void drop(sample *r)
 {
     mki_os_lock(&prof_lock);
     fig_add(&r->stack->live, r, -1);
     fig_add(&totals.live, r, -1);
+    r->next = spare;
+    spare = r;
     mki_os_unlock(&prof_lock);
-    mki_meta_free(r, sizeof *r);
 }
 
 /* An empty list: the page's frees may take the fast path again, if the
