@@ -12,7 +12,7 @@
 extern const uint8_t mki_class_direct[MKI_DIRECT_MAX / 8 + 1];
 extern const uint8_t mki_class_a16[MKI_DIRECT_MAX / 16 + 1];
 extern const uint32_t mki_class_size[MKI_NCLASS];
-extern const uint8_t mki_class_by_count[64];
+extern const uint8_t mki_class_hi[(MKI_SMALL_MAX - MKI_DIRECT_MAX) / 16];
 
 /* Class of a request of n <= MKI_DIRECT_MAX bytes: one table load. */
 MKI_INLINE unsigned mki_class_of_direct(size_t n)
@@ -40,11 +40,9 @@ MKI_INLINE unsigned mki_class_of(size_t n)
 {
     if (n <= MKI_DIRECT_MAX)
         return mki_class_direct[(n + 7) >> 3];
-    /* Above 1 KiB a class is 64 KiB / k for a chosen count k: the most
-     * chunks of n bytes a 64 KiB page holds (16-byte granules) is
-     * 4096 / ceil(n / 16), and the class is that of the largest chosen
-     * count not above it (sizeclass.c). */
-    return mki_class_by_count[4096u / (unsigned)((n + 15) >> 4)];
+    /* Above 1 KiB: one load too, from a table of 16-byte steps (its
+     * classes follow no formula a few instructions compute: sizeclass.c) */
+    return mki_class_hi[(n - MKI_DIRECT_MAX - 1) >> 4];
 }
 
 /* Units (a power of two) of a context's next page for class @cls, after
