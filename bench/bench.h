@@ -50,7 +50,7 @@ void bench_w2m(const bench_opts *o);
  *  churn, at 1, 2 and 4 threads (w6_threads.c). */
 void bench_w6(const bench_opts *o);
 
-/** W7: real programs (perl, python3) on each drop-in (w7_programs.c). */
+/** W7: real programs (perl, python3, ruby, sqlite3, gcc, clang) on each drop-in (w7_programs.c). */
 void bench_w7(const bench_opts *o);
 
 /** W8: large blocks, 64 KiB..32 MiB (w8_large.c). */

@@ -57,7 +57,7 @@ static const struct workload {
     {"W1M", bench_w1m, "W1 free-oldest through malloc/free, under each malloc drop-in"},
     {"W2M", bench_w2m, "W2 through malloc/free, under each malloc drop-in (LD_PRELOAD)"},
     {"W6", bench_w6, "malloc under 1, 2, 4 threads: Larson server, producer/consumer, churn"},
-    {"W7", bench_w7, "real programs (perl, python3) on each drop-in: wall time, peak RSS"},
+    {"W7", bench_w7, "real programs (perl, python3, ruby, sqlite3, gcc, clang) on each drop-in: time, peak RSS"},
     {"W8", bench_w8, "large blocks 64 KiB..32 MiB through malloc: time, peak RSS"},
     {"W3", bench_w3, "FORM's sort buffers: 512 MiB peak, 64-byte churn, quiet: RSS over time"},
 };

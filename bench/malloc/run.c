@@ -1,6 +1,6 @@
 /*
  * run.c - `memkit-bench-malloc run PROGRAM ARGS...`: run another program
- * (W7's perl and python3) and report on it in the workload line, as if it
+ * (W7's programs: perl, python3, sqlite3, ...) and report on it in the workload line, as if it
  * were a workload: ns = its wall time from fork to exit, ops = 1, check =
  * a hash (FNV-1a) of all it wrote on stdout, hwm_kib = its peak RSS
  * (wait4's ru_maxrss).  Its stderr passes through.

@@ -3,7 +3,7 @@
  * PostgreSQL's AllocSet plays this role; memkit's version keeps no chunk
  * header at all.
  *
- * Data structure: for each of the 41 size classes, a list of pages holding
+ * Data structure: for each of the 64 size classes, a list of pages holding
  * chunks of that class.  The head of a list is the *current* page, the one
  * the fast path pops from (mk_alloc in chunk.c); the slot of a class with no
  * page points at mki_page_empty so the fast path never tests for NULL.
@@ -42,12 +42,13 @@
 
 #define E8 &mki_page_empty, &mki_page_empty, &mki_page_empty, &mki_page_empty, \
            &mki_page_empty, &mki_page_empty, &mki_page_empty, &mki_page_empty
-mki_page *mki_general_hi_empty[MKI_NCLASS_HI] = {E8, E8, &mki_page_empty,
+mki_page *mki_general_hi_empty[MKI_NCLASS_HI] = {E8, E8, E8, E8, E8,
                                                  &mki_page_empty,
                                                  &mki_page_empty,
                                                  &mki_page_empty};
 #undef E8
-_Static_assert(MKI_NCLASS_HI == 20, "mki_general_hi_empty lists 20 entries");
+_Static_assert(MKI_NCLASS_HI == 43, "mki_general_hi_empty lists 43 entries");
+_Static_assert(MKI_NCLASS <= 64, "the classes-in-use bitmap is one word");
 
 /* Bytes of small pages per size class, process-wide, for the statistics
  * (MEMKIT_STATS=json shows the largest classes): changed once per page. */

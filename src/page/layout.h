@@ -49,7 +49,7 @@
 #define MKI_PAGE_MAX (MKI_PAGE_MAX_UNITS * MKI_UNIT)
 
 /* ---- size classes (see page/sizeclass.c for the table) ------------------ */
-#define MKI_NCLASS 41              /* 16 .. 32 KiB */
+#define MKI_NCLASS 64              /* 16 .. 32 KiB (at most 64: a bitmap word) */
 #define MKI_NCLASS_DIRECT 21       /* classes <= 1 KiB, inline in a context */
 #define MKI_SMALL_MAX 32768u       /* largest chunk held in a shared page */
 #define MKI_DIRECT_MAX 1024u       /* largest size of the class lookup table */

@@ -12,6 +12,7 @@
 extern const uint8_t mki_class_direct[MKI_DIRECT_MAX / 8 + 1];
 extern const uint8_t mki_class_a16[MKI_DIRECT_MAX / 16 + 1];
 extern const uint32_t mki_class_size[MKI_NCLASS];
+extern const uint8_t mki_class_hi[(MKI_SMALL_MAX - MKI_DIRECT_MAX) / 16];
 
 /* Class of a request of n <= MKI_DIRECT_MAX bytes: one table load. */
 MKI_INLINE unsigned mki_class_of_direct(size_t n)
@@ -39,11 +40,9 @@ MKI_INLINE unsigned mki_class_of(size_t n)
 {
     if (n <= MKI_DIRECT_MAX)
         return mki_class_direct[(n + 7) >> 3];
-    /* Four classes per doubling: the two bits below the top one pick the
-     * quarter of [2^k, 2^(k+1)) that n - 1 falls in. */
-    size_t m = n - 1;
-    unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)m);
-    return 5u + (k - 6u) * 4u + (unsigned)((m >> (k - 2u)) & 3u);
+    /* Above 1 KiB: one load too, from a table of 16-byte steps (its
+     * classes follow no formula a few instructions compute: sizeclass.c) */
+    return mki_class_hi[(n - MKI_DIRECT_MAX - 1) >> 4];
 }
 
 /* Units (a power of two) of a context's next page for class @cls, after

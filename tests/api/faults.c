@@ -460,6 +460,27 @@ static int cmp_ptr(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* A freed chunk, where and how big (test_failed_purge). */
+typedef struct span {
+    char *p;
+    size_t n;
+} span;
+static span freed_span[MAXLIVE];
+
+/* Does @p lie in one of the @n freed chunks of @s (sorted by address)? */
+static int in_freed(const span *s, int n, const char *p)
+{
+    int lo = 0, hi = n; /* the first span that starts above p */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if ((uintptr_t)s[mid].p <= (uintptr_t)p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && (uintptr_t)p < (uintptr_t)s[lo - 1].p + s[lo - 1].n;
+}
+
 /* Every decommit fails: memory stays committed and usable. */
 static void test_failed_purge(void)
 {
@@ -500,25 +521,38 @@ static void test_failed_purge(void)
     CHECK_EQ(corrupt, 0L);
 
     /* the memory that failed to go back is handed out again: chunks of
-     * the sizes freed land mostly where freed chunks were, and need
+     * the sizes freed land mostly in memory freed chunks held, and need
      * little more memory (a new page of a class may be placed on other
-     * free units than the ones a freed page left) */
+     * free units than the ones a freed page left).  Not "where a freed
+     * chunk was": with one class for each of the sizes above 1 KiB here
+     * (page/sizeclass.c), every other size is freed whole, its class
+     * empties, and its pages come back cut for other classes or at other
+     * places (804 of 2,000 at the same address, 1,517 inside freed memory
+     * when measured; with the 41 classes before, 1,422 at the same
+     * address).  A class that starts again takes a 64 KiB page where its
+     * old ones were 16-64 KiB: +1.4 MB committed, +0.7 MB before. */
     int n0 = nheld, nf = nfreed;
     nfreed = -1;
+    for (int i = 0; i < nf; i++)
+        freed_span[i] = (span){freed_at[i], freed_sizes[i]};
+    qsort(freed_span, (size_t)nf, sizeof freed_span[0], cmp_ptr);
     qsort(freed_at, (size_t)nf, sizeof freed_at[0], cmp_ptr);
     for (int i = 0; i < nf; i++)
         REQUIRE_NOT_NULL(alloc(c, freed_sizes[i], 0, 0));
     for (int i = 0; i < 20; i++)
         REQUIRE_NOT_NULL(alloc(r, 5000 + (size_t)i * 3000, 0, 0));
-    int reused = 0;
-    for (int i = n0; i < nheld; i++)
+    int reused = 0, inside = 0;
+    for (int i = n0; i < nheld; i++) {
         reused += bsearch(&held[i].p, freed_at, (size_t)nf,
                           sizeof freed_at[0], cmp_ptr) != NULL;
+        inside += in_freed(freed_span, nf, held[i].p);
+    }
     printf("  %d chunks freed while purges failed; of %d allocated again, "
-           "%d where a freed one was; committed %+ld bytes\n", nf,
-           nheld - n0, reused, (long)(mki_os_committed() - before));
-    CHECK_GE(reused, nf / 2);
-    CHECK_LE(mki_os_committed(), before + ((size_t)1 << 20));
+           "%d where a freed one was, %d in memory a freed one held; "
+           "committed %+ld bytes\n", nf,
+           nheld - n0, reused, inside, (long)(mki_os_committed() - before));
+    CHECK_GE(inside, nf / 2);
+    CHECK_LE(mki_os_committed(), before + ((size_t)3 << 19));
     for (int i = 0; i < nheld; i++)
         verify(&held[i]);
     CHECK_EQ(corrupt, 0L);
