@@ -467,13 +467,13 @@ void *mki_heap_refill(mki_general *g, mki_page *pg, size_t n)
 {
     if (MKI_LIKELY(g != &mki_heap_boot))
         return mki_general_refill(g, pg, mki_class_malloc_size(n));
-    mki_general *pf = tls_prof; /* a profiled process's every malloc */
-    if (MKI_LIKELY(pf != NULL))
-        return prof_malloc(pf, n);
     mki_general *s = tls_secure; /* secure mode's every malloc */
     if (MKI_LIKELY(s != NULL) &&
         !atomic_load_explicit(&mki_purge_want, memory_order_relaxed))
         return mki_general_alloc_secure(s, n);
+    mki_general *pf = tls_prof; /* a profiled process's every malloc */
+    if (MKI_LIKELY(pf != NULL))
+        return prof_malloc(pf, n);
     return mki_heap_alloc(n);
 }
 
