@@ -76,7 +76,7 @@ static const struct dropin {
                             "MEMKIT_PURGE=dontneed"},
     [BD_memkit_free] = {"memkit:free", NULL, NULL, "libmemkit-malloc", "MEMKIT_PURGE=free"},
     [BD_memkit_unmap] = {"memkit:unmap", NULL, NULL, "libmemkit-malloc", "MEMKIT_PURGE=unmap"},
-    [BD_memkit_profile] = {"memkit:profile", NULL, NULL, "libmemkit-malloc",
+    [BD_memkit_profile] = {"memkit:profile", NULL, NULL, "libmemkit-malloc-prof",
                            "MEMKIT_PROFILE=1"},
 };
 
