@@ -71,11 +71,9 @@ static MKI_NOINLINE void *alloc_profiled(mk_ctx *ctx, size_t size)
         p = mki_general_pop(pg);
         if (!p)
             p = mki_general_refill(g, pg, size);
-    } else {
+    } else { /* (GENERAL's alloc is mki_general_alloc_slow) */
         mki_purge_safe_point();
-        p = size > MKI_SIZE_MAX ? (errno = ENOMEM, NULL)
-            : ctx->kind == MK_GENERAL ? mki_general_alloc_slow((mki_general *)ctx, size)
-                                      : ctx->ops->alloc(ctx, size);
+        p = size > MKI_SIZE_MAX ? (errno = ENOMEM, NULL) : ctx->ops->alloc(ctx, size);
     }
     return mki_prof_count(ctx, p, size);
 }

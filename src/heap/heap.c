@@ -77,6 +77,9 @@ static _Thread_local mki_general *tls_secure TLS_IE;
 /* a profiled process: the same, for a profiled GENERAL context the thread
  * owns (its every malloc passes the sampler's countdown, ctx.h) */
 static _Thread_local mki_general *tls_prof TLS_IE;
+/* libmemkit-malloc-prof: the countdown of a thread whose malloc context is
+ * not profiled, far from zero (mki_heap_alloc_sampled) */
+#define PROF_PARKED (INT64_MAX / 2)
 static _Thread_local int tls_busy TLS_IE; /* setting up the heap */
 static _Thread_local int tls_exited TLS_IE; /* heap_exit ran: the thread is
                                                 in its last destructors */
@@ -134,6 +137,8 @@ static void update_fast(void)
                        c->fast_tid == mki_tid()
                    ? (mki_general *)c
                    : NULL;
+    if (tls_prof && mki_prof_left >= PROF_PARKED / 2)
+        mki_prof_left = 0; /* a profiled context again: count from here */
 }
 
 /* ---- orphans ---------------------------------------------------------------- */
@@ -423,17 +428,23 @@ void *mki_heap_alloc(size_t n)
     return mk_alloc(c, mki_class_malloc_size(n));
 }
 
-/* A profiled process's malloc of @n <= 32 KiB in its heap @pf: the inline
- * path's lookup and pop, in the real table, then the countdown.  (Its
- * slow paths take their own purge safe points.) */
+/* malloc of @n <= 32 KiB in GENERAL context @g, as the inline path does
+ * it (its lookup and pop, in the real table), refill included. */
+MKI_INLINE void *heap_pop(mki_general *g, size_t n)
+{
+    mki_page *pg = n <= MKI_DIRECT_MAX ? g->cls[mki_class_of_a16(n)]
+                                       : mki_general_page_for(g, n);
+    void *b = mki_general_pop(pg);
+    if (MKI_UNLIKELY(!b))
+        b = mki_general_refill(g, pg, mki_class_malloc_size(n));
+    return b;
+}
+
+/* A profiled process's malloc of @n <= 32 KiB in its heap @pf: the pop,
+ * then the countdown.  (Its slow paths take their own purge safe points.) */
 static MKI_NOINLINE void *prof_malloc(mki_general *pf, size_t n)
 {
-    mki_page *p = n <= MKI_DIRECT_MAX ? pf->cls[mki_class_of_a16(n)]
-                                      : mki_general_page_for(pf, n);
-    void *b = mki_general_pop(p);
-    if (MKI_UNLIKELY(!b))
-        b = mki_general_refill(pf, p, mki_class_malloc_size(n));
-    return mki_prof_count(&pf->base, b, n);
+    return mki_prof_count(&pf->base, heap_pop(pf, n), n);
 }
 
 void *mki_heap_alloc_sampled(size_t n)
@@ -444,20 +455,12 @@ void *mki_heap_alloc_sampled(size_t n)
         return NULL;
     }
     if (c->fast_kind != MKI_KIND_PROF) {
-        /* not profiled: no countdown on this thread until it is (a
-         * thread's heap made while the profile was off stays unprofiled) */
-        if (!mki_ctx_up.profiled())
-            mki_prof_left = INT64_MAX / 2;
-        else
-            mki_prof_left = 0;
+        /* malloc's context is not profiled: the countdown is parked until
+         * it is (update_fast, mki_heap_profile_changed) */
+        mki_prof_left = PROF_PARKED;
         return mki_heap_alloc(n);
     }
-    mki_general *g = (mki_general *)c; /* (n <= 32 KiB: the inline path's) */
-    mki_page *pg = n <= MKI_DIRECT_MAX ? g->cls[mki_class_of_a16(n)]
-                                       : mki_general_page_for(g, n);
-    void *p = mki_general_pop(pg);
-    if (!p)
-        p = mki_general_refill(g, pg, mki_class_malloc_size(n));
+    void *p = heap_pop((mki_general *)c, n);
     if (p)
         mki_ctx_up.sample(c, p, n); /* (it draws the next interval) */
     return p;
@@ -479,7 +482,8 @@ void *mki_heap_refill(mki_general *g, mki_page *pg, size_t n)
 
 void mki_heap_profile_changed(int on)
 {
-    mki_prof_left = 0; /* (a countdown parked while the profile was off) */
+    mki_prof_left = 0; /* (a countdown parked while the profile was off:
+                          update_fast below unparks only a profiled one) */
     mki_ctx_set_profiled(tls_heap, on);
     mki_ctx_set_profiled(tls_current, on);
     update_fast();

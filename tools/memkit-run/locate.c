@@ -1,6 +1,7 @@
 /*
- * locate.c - which libmemkit-malloc.so memkit-run preloads, and the
- * environment the program runs with.
+ * locate.c - which libmemkit-malloc.so memkit-run preloads, the
+ * environment the program runs with, and the helper programs found on
+ * PATH (gnuplot, addr2line).
  *
  * The library, in order:
  *   1. MEMKIT_RUN_LIB, when set: the user said which; if it is not there
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Compile definitions from tools/CMakeLists.txt. */
@@ -191,5 +193,22 @@ int mr_locate_env(const char *lib, const char *stats_file)
     if (stats_file && (setenv("MEMKIT_STATS", "json", 1) != 0 ||
                        setenv("MEMKIT_STATS_FILE", stats_file, 1) != 0))
         return -1;
+    return 0;
+}
+
+int mr_locate_program(const char *name, char *out, size_t cap)
+{
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : ""; *p;) {
+        size_t n = strcspn(p, ":");
+        if (n > 0 && snprintf(out, cap, "%.*s/%s", (int)n, p, name) < (int)cap) {
+            struct stat st;
+            if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+                return 1;
+        }
+        p += n;
+        if (*p == ':')
+            p++;
+    }
     return 0;
 }

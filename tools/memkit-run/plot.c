@@ -24,7 +24,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,27 +159,6 @@ int mr_plot_svg_builtin(FILE *f, const mr_series *s, const char *title)
 
 /* ---- gnuplot ------------------------------------------------------------------- */
 
-/* The path of an executable gnuplot on PATH into @out, or 0. */
-static int find_gnuplot(char *out, size_t cap)
-{
-    const char *path = getenv("PATH");
-    if (!path)
-        return 0;
-    for (const char *p = path; *p;) {
-        size_t n = strcspn(p, ":");
-        if (n > 0 && snprintf(out, cap, "%.*s/gnuplot", (int)n, p) < (int)cap) {
-            struct stat st;
-            if (stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
-                access(out, X_OK) == 0)
-                return 1;
-        }
-        p += n;
-        if (*p == ':')
-            p++;
-    }
-    return 0;
-}
-
 /* @s in a gnuplot single-quoted string (quotes doubled, controls '?'). */
 static void gp_str(FILE *f, const char *s)
 {
@@ -294,7 +272,7 @@ int mr_plot_svg(const char *path, const mr_series *s, const char *title,
                 FILE *log)
 {
     char gp[4096], why[256];
-    if (find_gnuplot(gp, sizeof gp)) {
+    if (mr_locate_program("gnuplot", gp, sizeof gp)) {
         if (with_gnuplot(gp, path, s, title, why, sizeof why) == 0) {
             fprintf(log, "  svg         %s (gnuplot)\n", path);
             return 0;

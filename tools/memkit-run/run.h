@@ -57,6 +57,10 @@ typedef struct mr_series {
  * or -1 with a message in @why (what was looked at). */
 int mr_locate_lib(char *out, size_t cap, char *why, size_t why_cap);
 
+/* The path of an executable @name on PATH into @out (@cap bytes): 1, or
+ * 0 when there is none (gnuplot, addr2line). */
+int mr_locate_program(const char *name, char *out, size_t cap);
+
 /* Is @path (an LD_PRELOAD entry) a libmemkit-malloc? */
 int mr_locate_is_memkit(const char *path);
 

@@ -69,31 +69,14 @@ static char *dup_str(const char *s)
     return d;
 }
 
-static int on_path(const char *prog)
-{
-    const char *p = getenv("PATH");
-    char buf[4096];
-    for (; p && *p;) {
-        const char *e = strchr(p, ':');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n && n + strlen(prog) + 2 < sizeof buf) {
-            memcpy(buf, p, n);
-            buf[n] = '/';
-            strcpy(buf + n + 1, prog);
-            if (access(buf, X_OK) == 0)
-                return 1;
-        }
-        p = e ? e + 1 : NULL;
-    }
-    return 0;
-}
-
 mr_symbols *mr_symbols_new(const char *maps_text)
 {
     mr_symbols *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->have_addr2line = !getenv("MEMKIT_RUN_NO_ADDR2LINE") && on_path("addr2line");
+    char a2l[4096];
+    s->have_addr2line = !getenv("MEMKIT_RUN_NO_ADDR2LINE") &&
+                        mr_locate_program("addr2line", a2l, sizeof a2l);
     const char *line = maps_text;
     while (line && *line) {
         const char *end = strchr(line, '\n');
