@@ -22,10 +22,13 @@ plib=$build/libmemkit-malloc-prof.so
 command -v valgrind >/dev/null 2>&1 || { echo "ir.sh: valgrind is missing" >&2; exit 1; }
 [ -x "$ir" ] || { echo "ir.sh: $ir is missing (run make)" >&2; exit 1; }
 n=200000
+# the profiled runs write their dumps here, not into the caller's directory
+pdir=$(mktemp -d)
+trap 'rm -rf "$pdir"' EXIT
 
 count() { # env... -- kernel: the total instructions of one run
   out=$(mktemp)
-  env MEMKIT_VALGRIND=0 "$@" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+  env MEMKIT_VALGRIND=0 MEMKIT_PROFILE_PREFIX="$pdir/p.%p" "$@" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
     "$ir" "$kernel" "$iters" 2>"$out" >/dev/null
   sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out"
   rm -f "$out"
