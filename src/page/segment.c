@@ -133,18 +133,26 @@ static const uint64_t run_starts[7] = {
     0x0000000000000001ull,
 };
 
+/* The units of word @w of @s a page cannot take: handed out, and for a
+ * warm run (@warm) also those not committed.  @warm is a constant at every
+ * call, so each search below compiles to a loop of its own. */
+static inline uint64_t taken_word(const mki_segment *s, unsigned w, int warm)
+{
+    return warm ? s->used[w] | ~s->committed[w] : s->used[w];
+}
+
 /* First unit of a free run of 2^k units aligned to 2^k, or -1. */
-static int find_aligned_run(const uint64_t *used, unsigned k)
+static inline int find_aligned_run(const mki_segment *s, int warm, unsigned k)
 {
     unsigned n = 1u << k;
     for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++) {
-        uint64_t word = used[w];
+        uint64_t word = taken_word(s, w, warm);
         if (word == ~0ull)
             continue;
         uint64_t free = ~word;
         /* after the loop bit i is set iff units i .. i+n-1 are all free */
-        for (unsigned s = 1; s < n; s <<= 1)
-            free &= free >> s;
+        for (unsigned sh = 1; sh < n; sh <<= 1)
+            free &= free >> sh;
         free &= run_starts[k];
         if (free)
             return (int)(w * 64 + (unsigned)__builtin_ctzll(free));
@@ -153,11 +161,11 @@ static int find_aligned_run(const uint64_t *used, unsigned k)
 }
 
 /* First unit of @nw consecutive free words, or -1. */
-static int find_word_run(const uint64_t *used, unsigned nw)
+static inline int find_word_run(const mki_segment *s, int warm, unsigned nw)
 {
     unsigned run = 0;
     for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++) {
-        run = used[w] == 0 ? run + 1 : 0;
+        run = taken_word(s, w, warm) == 0 ? run + 1 : 0;
         if (run == nw)
             return (int)((w + 1 - nw) * 64);
     }
@@ -179,9 +187,34 @@ static void bits_set(uint64_t *bits, unsigned first, unsigned n, int on)
     }
 }
 
-static int bit_get(const uint64_t *bits, unsigned i)
+/* How many of units @first .. @first + @n - 1 have their bit set. */
+static unsigned bits_count(const uint64_t *bits, unsigned first, unsigned n)
 {
-    return (int)((bits[i / 64] >> (i % 64)) & 1);
+    unsigned c = 0;
+    while (n) {
+        unsigned w = first / 64, b = first % 64;
+        unsigned take = 64 - b < n ? 64 - b : n;
+        uint64_t mask = take == 64 ? ~0ull : ((1ull << take) - 1) << b;
+        c += (unsigned)__builtin_popcountll(bits[w] & mask);
+        first += take;
+        n -= take;
+    }
+    return c;
+}
+
+/* Point @n entries of a page map at @pg, four stores a step (a 64 KiB page
+ * has 64 entries, written when it is cut and again when it goes back). */
+static void map_fill(mki_page **map, unsigned n, mki_page *pg)
+{
+    unsigned i = 0;
+    for (; i + 4 <= n; i += 4) {
+        map[i] = pg;
+        map[i + 1] = pg;
+        map[i + 2] = pg;
+        map[i + 3] = pg;
+    }
+    for (; i < n; i++)
+        map[i] = pg;
 }
 
 /* ---- lists ---------------------------------------------------------------- */
@@ -387,34 +420,45 @@ static void segment_release(mki_segment *s, int locked)
 }
 
 /* Commit the not-yet-committed units of [first, first+n); 0 or -1. */
+/* The first unit in [@u, @end) whose bit in @bits is @on, or @end: a word
+ * at a time (a 64-unit page whose units are all committed is one test). */
+static unsigned next_bit(const uint64_t *bits, unsigned u, unsigned end, int on)
+{
+    while (u < end) {
+        unsigned w = u / 64, b = u % 64;
+        uint64_t x = (on ? bits[w] : ~bits[w]) >> b;
+        if (x) {
+            u += (unsigned)__builtin_ctzll(x);
+            return u < end ? u : end;
+        }
+        u = (w + 1) * 64;
+    }
+    return end;
+}
+
 static int commit_units(mki_segment *s, unsigned first, unsigned n)
 {
-    unsigned u = first, end = first + n;
-    while (u < end) {
-        if (bit_get(s->committed, u)) {
-            u++;
-            continue;
-        }
-        unsigned v = u;
-        while (v < end && !bit_get(s->committed, v))
-            v++;
+    unsigned end = first + n;
+    for (unsigned u = next_bit(s->committed, first, end, 0); u < end;) {
+        unsigned v = next_bit(s->committed, u, end, 1);
         if (mki_os_commit((char *)s + (size_t)u * MKI_UNIT,
                           (size_t)(v - u) * MKI_UNIT) != 0)
             return -1; /* units committed so far stay committed: counted */
         bits_set(s->committed, u, v - u, 1);
         COUNT(seg_committed, (size_t)(v - u) * MKI_UNIT);
-        u = v;
+        u = next_bit(s->committed, v, end, 0);
     }
     return 0;
 }
 
-/* A run of @units clear in @taken (a page's run is aligned to its own
- * size up to 64 units, else whole words), or -1, which tightens @hint,
- * the segment's bound on the longest such run. */
-static int find_clear_run(const uint64_t *taken, uint32_t *hint, uint32_t units)
+/* A run of @units free in @s (a page's run is aligned to its own size up
+ * to 64 units, else whole words; @warm: committed all through), or -1,
+ * which tightens @hint, the segment's bound on the longest such run. */
+static inline int find_clear_run(const mki_segment *s, int warm, uint32_t *hint,
+                                 uint32_t units)
 {
-    int at = units <= 64 ? find_aligned_run(taken, (unsigned)__builtin_ctz(units))
-                         : find_word_run(taken, units / 64);
+    int at = units <= 64 ? find_aligned_run(s, warm, (unsigned)__builtin_ctz(units))
+                         : find_word_run(s, warm, units / 64);
     if (at < 0)
         *hint = units - 1; /* no run this long: tighten the bound */
     return at;
@@ -424,7 +468,7 @@ static int find_run(mki_segment *s, uint32_t units)
 {
     if (s->free_units < units || s->max_run_hint < units)
         return -1;
-    return find_clear_run(s->used, &s->max_run_hint, units);
+    return find_clear_run(s, 0, &s->max_run_hint, units);
 }
 
 /* A free run of @units that is committed all through (memory a page gave
@@ -434,10 +478,7 @@ static int find_warm_run(mki_segment *s, uint32_t units)
 {
     if (s->free_units < units || s->warm_run_hint < units)
         return -1;
-    uint64_t taken[MKI_BITMAP_WORDS]; /* used, or not committed */
-    for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++)
-        taken[w] = s->used[w] | ~s->committed[w];
-    return find_clear_run(taken, &s->warm_run_hint, units);
+    return find_clear_run(s, 1, &s->warm_run_hint, units);
 }
 
 mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
@@ -492,8 +533,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     s->free_units -= units;
     COUNT(units_out, units);
     list_push(list_of(s), s);
-    for (unsigned i = 0; i < units; i++)
-        s->map[(unsigned)at + i] = pg;
+    map_fill(s->map + at, units, pg);
     mki_os_unlock(&arena_lock);
 
     pg->unit = (uint32_t)at;
@@ -523,8 +563,7 @@ size_t mki_segment_page_release_now(mki_page *pg)
         unsigned first = (unsigned)((a - (uintptr_t)s) >> MKI_UNIT_SHIFT);
         unsigned n = (unsigned)((b - a) >> MKI_UNIT_SHIFT);
         mki_os_lock(&arena_lock);
-        for (unsigned u = first; u < first + n; u++)
-            bytes += bit_get(s->committed, u) ? MKI_UNIT : 0;
+        bytes = (size_t)bits_count(s->committed, first, n) * MKI_UNIT;
         mki_os_unlock(&arena_lock);
         if (mki_os_decommit((void *)a, b - a, bytes, MKI_OS_DONTNEED) == 0) {
             mki_os_lock(&arena_lock);
@@ -562,8 +601,7 @@ static void release(mki_page *pg)
     unsigned long long now = mki_os_now_ns();
     mki_os_lock(&arena_lock);
     list_remove(list_of(s), s);
-    for (unsigned i = 0; i < pg->units; i++)
-        s->map[pg->unit + i] = &mki_page_gone;
+    map_fill(s->map + pg->unit, pg->units, &mki_page_gone);
     bits_set(s->used, pg->unit, pg->units, 0);
     s->free_units += pg->units;
     UNCOUNT(units_out, pg->units);
@@ -589,11 +627,11 @@ int mki_segment_page_grow(mki_page *pg, size_t bytes)
         return -1;
     uint32_t have = pg->units;
     mki_os_lock(&arena_lock);
-    for (size_t u = pg->unit + have; u < pg->unit + need; u++)
-        if (bit_get(s->used, (unsigned)u)) {
-            mki_os_unlock(&arena_lock);
-            return -1;
-        }
+    if (need > have && next_bit(s->used, pg->unit + have, pg->unit + (unsigned)need, 1) <
+                           pg->unit + (unsigned)need) {
+        mki_os_unlock(&arena_lock);
+        return -1;
+    }
     /* the units past the old body may never have been committed */
     if (commit_units(s, pg->unit, (unsigned)need) != 0) {
         mki_os_unlock(&arena_lock);
