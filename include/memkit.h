@@ -159,9 +159,12 @@ MK_API mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
 /**
  * Free every chunk of @p ctx and delete all its descendants; the context
  * itself stays usable.  Registered callbacks run first (newest first), after
- * the descendants' own.  One page is kept for reuse, the rest goes back to
- * the shared page pool.  Callbacks are dropped once they have run.  A NULL
- * @p ctx is ignored.
+ * the descendants' own; callbacks are dropped once they have run.  Memory
+ * is kept for the refill that usually follows: a GENERAL context keeps up
+ * to 1 MiB of its pages, the other kinds one block (BUMP its largest, up to
+ * 1 MiB); the rest goes back to the shared page pool.  mk_ctx_trim() gives
+ * the kept memory back; a context made with MK_CTX_RELEASE_ON_RESET keeps
+ * none.  A NULL @p ctx is ignored.
  */
 MK_API void mk_ctx_reset(mk_ctx *ctx);
 

@@ -116,6 +116,8 @@ void *mk_alloc(mk_ctx *ctx, size_t size)
         void *b = mki_general_pop(pg);
         if (MKI_LIKELY(b != NULL))
             return b;
+        if ((b = mki_general_extend(pg)) != NULL)
+            return b;
         return mki_general_refill((mki_general *)ctx, pg, size);
     }
     if (ctx->fast_kind == MK_BUMP) {

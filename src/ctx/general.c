@@ -364,14 +364,9 @@ void *mki_general_refill(mki_general *g, mki_page *pg, size_t size)
         take_remote(pg);
         return mki_general_pop(pg);
     }
-    if (MKI_LIKELY(pg->extend < pg->end)) {
-        void *b = pg->extend;
-        pg->extend += pg->chunk_size;
-        mki_page_pos_grow(pg);
-        pg->used++;
-        mki_page_chunk_set_live(b); /* (the memory may have held a key) */
+    void *b = mki_general_extend(pg);
+    if (MKI_LIKELY(b != NULL))
         return b;
-    }
     return mki_general_alloc_slow(g, size);
 }
 
@@ -656,17 +651,30 @@ static void each_page(mki_general *g, page_fn fn, void *arg)
         fn(g->spare, arg);
 }
 
-/* Reset: give every page back but the largest small one, in one walk. */
-static void release_but_largest(mki_page *pg, void *arg)
+/* Reset: small pages are kept, rewound, up to KEEP_BYTES in all, in the
+ * order the walk meets them; the rest go back.  A context refilled after
+ * its reset (the usual life of a per-query or per-frame context) then takes
+ * no page from the page pool until it passes what it kept: a page costs
+ * some 1,200 instructions to cut and give back (segment.c), 19 for every
+ * 1 KiB chunk of a 64 KiB page, where BUMP and GENERATION keep one block
+ * of up to 1 MiB.  The bound is BUMP's largest block, so that a reset
+ * keeps no more in one kind than in another; mk_ctx_trim gives it back,
+ * MK_CTX_RELEASE_ON_RESET keeps nothing. */
+#define KEEP_BYTES ((size_t)1 << 20)
+
+struct keep {
+    mki_page *pages; /* kept, linked by next */
+    size_t bytes;
+};
+
+static void release_or_keep(mki_page *pg, void *arg)
 {
-    mki_page **keep = arg;
-    if (keep && pg->kind == MKI_PAGE_SMALL &&
-        (!*keep || pg->size > (*keep)->size)) {
-        mki_page *old = *keep;
-        *keep = pg;
-        if (!old)
-            return;
-        pg = old;
+    struct keep *k = arg;
+    if (k && pg->kind == MKI_PAGE_SMALL && k->bytes + pg->size <= KEEP_BYTES) {
+        k->bytes += pg->size;
+        pg->next = k->pages;
+        k->pages = pg;
+        return;
     }
     if (pg->kind == MKI_PAGE_SMALL)
         class_count(pg->cls, pg->size, 0);
@@ -683,7 +691,9 @@ static void rewind_page(mki_page *pg)
     atomic_store_explicit(&pg->xfree, 0, memory_order_relaxed);
     pg->free = NULL;
     pg->extend = pg->start;
-    mki_page_pos_init(pg);
+    /* no chunk handed out: the position test admits none (pos_magic, of
+     * the same chunk size, stays) */
+    __atomic_store_n(&pg->pos_limit, 0, __ATOMIC_RELAXED);
     pg->used = (pg->flags & MKI_PF_CURRENT) ? 1u : 0u; /* the pin stays */
 }
 
@@ -704,22 +714,47 @@ static void general_reset(mk_ctx *ctx, int keep_one)
             return;
         }
     }
-    mki_page *keep = NULL;
-    each_page(g, release_but_largest, keep_one ? &keep : NULL);
+    struct keep k = {NULL, 0};
+    each_page(g, release_or_keep, keep_one ? &k : NULL);
     for (uint64_t bits = g->classes; bits; bits &= bits - 1) {
         unsigned c = (unsigned)__builtin_ctzll(bits);
         *slot_of(g, c) = &mki_page_empty;
     }
     g->classes = 0;
     g->full = g->large = g->spare = NULL;
-    g->page_bytes = 0;
-    if (keep) {
-        keep->flags &= MKI_PF_RELEASE;
-        rewind_page(keep);
-        mki_page_set_tid(keep, ctx->fast_tid);
-        make_current(g, slot_of(g, keep->cls), keep);
-        g->page_bytes = keep->size;
-        mki_ctx_page_reset(ctx, keep);
+    g->page_bytes = k.bytes;
+    for (mki_page *pg = k.pages, *next; pg; pg = next) {
+        next = pg->next;
+        pg->flags &= MKI_PF_RELEASE;
+        pg->used = 0;
+        rewind_page(pg);
+        mki_page_set_tid(pg, ctx->fast_tid);
+        mki_ctx_page_reset(ctx, pg);
+        mki_page **slot = slot_of(g, pg->cls);
+        mki_page *head = *slot;
+        if (head == &mki_page_empty) {
+            make_current(g, slot, pg);
+            continue;
+        }
+        /* the largest page of a class is its current one (it serves the
+         * most chunks before a page change); the others wait behind it,
+         * holding nothing and no pin, until the page ahead is full
+         * (retire_full) */
+        if (pg->size > head->size) {
+            mki_page *tail = head->prev;
+            head->flags &= (uint8_t)~MKI_PF_CURRENT;
+            head->used--;
+            make_current(g, slot, pg);
+            pg->next = head;
+            pg->prev = tail; /* (head itself when it was alone) */
+            head->prev = pg;
+            continue;
+        }
+        mki_page *tail = head->prev;
+        tail->next = pg;
+        pg->prev = tail;
+        pg->next = NULL;
+        head->prev = pg;
     }
 }
 
@@ -775,7 +810,23 @@ static size_t general_trim(mk_ctx *ctx)
     }
     for (uint64_t bits = g->classes; bits; bits &= bits - 1) {
         unsigned c = (unsigned)__builtin_ctzll(bits);
-        mki_page **slot = slot_of(g, c), *pg = *slot;
+        mki_page **slot = slot_of(g, c), *pg;
+        /* pages a reset kept and the class has not reached yet: behind the
+         * current page, holding nothing (no pin) */
+        for (mki_page *q = (*slot)->next, *next; q; q = next) {
+            next = q->next;
+            if (q->used != 0)
+                continue;
+            q->prev->next = next;
+            if (next)
+                next->prev = q->prev;
+            else
+                (*slot)->prev = q->prev;
+            g->page_bytes -= q->size;
+            class_count(q->cls, q->size, 0);
+            bytes += mki_segment_page_release_now(q);
+        }
+        pg = *slot;
         if (pg->used != 1) /* the pin alone: no live chunk */
             continue;
         mki_page *next = pg->next, *tail = pg->prev;

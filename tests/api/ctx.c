@@ -126,8 +126,8 @@ static void test_reset_frees_and_deletes(void)
     CHECK_EQ(st.contexts, 1u);
     CHECK_EQ(st.chunks, 0u);
     CHECK_EQ(st.bytes_used, 0u);
-    CHECK_LE(st.blocks, 1u); /* one page kept for reuse */
-    CHECK_LE(st.bytes_reserved, (size_t)64 << 10);
+    /* a GENERAL context keeps up to 1 MiB of its pages for reuse */
+    CHECK_LE(st.bytes_reserved, (size_t)1 << 20);
 
     /* usable after: allocate, write, free, and reset again */
     for (int round = 0; round < 3; round++) {
@@ -171,6 +171,75 @@ static void test_reset_reuse_distinct(void)
             CHECK_PATTERN(ps[i], 48, (uint64_t)i);
         mk_ctx_reset(c);
     }
+    mk_ctx_delete(c);
+}
+
+/* A GENERAL context's reset keeps up to 1 MiB of its pages, rewound in
+ * their classes: the same fill again takes no new page; chunks handed out
+ * from kept pages are distinct, usable and freed one by one; a fill above
+ * the bound keeps at most the bound; mk_ctx_trim gives the kept pages back,
+ * and MK_CTX_RELEASE_ON_RESET keeps none. */
+static size_t reserved(mk_ctx *c)
+{
+    mk_stats st;
+    CHECK_EQ(mk_ctx_stats(c, &st, 0), 0);
+    return st.bytes_reserved;
+}
+
+static void fill_mix(mk_ctx *c, void **ps, int n, uint64_t seed)
+{
+    static const size_t sizes[] = {24, 100, 1000, 3000};
+    for (int i = 0; i < n; i++) {
+        size_t sz = sizes[i % 4];
+        ps[i] = mk_alloc(c, sz);
+        REQUIRE_NOT_NULL(ps[i]);
+        th_fill(ps[i], sz, seed + (uint64_t)i);
+    }
+}
+
+static void test_reset_keeps_pages(void)
+{
+    enum { N = 500 }; /* some 550 KiB in four classes */
+    static void *ps[N];
+    static const size_t sizes[] = {24, 100, 1000, 3000};
+    mk_ctx *c = mk_ctx_new(NULL, "keep", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(c);
+    fill_mix(c, ps, N, 1);
+    size_t full = reserved(c);
+    mk_ctx_reset(c);
+    size_t kept = reserved(c);
+    CHECK_GT(kept, (size_t)64 << 10); /* more than one page */
+    CHECK_LE(kept, (size_t)1 << 20);
+    CHECK_LE(kept, full);
+    for (int round = 0; round < 3; round++) {
+        fill_mix(c, ps, N, 100 * (uint64_t)round);
+        CHECK_EQ(reserved(c), full); /* the kept pages served it all */
+        for (int i = 0; i < N; i++)
+            CHECK_PATTERN(ps[i], sizes[i % 4], 100 * (uint64_t)round + (uint64_t)i);
+        for (int i = 0; i < N; i += 3) /* a third, one by one (no page empties) */
+            mk_free(ps[i]);
+        mk_ctx_reset(c);
+        CHECK_EQ(reserved(c), kept);
+    }
+    /* a fill past the bound keeps at most the bound */
+    for (int i = 0; i < 8000; i++)
+        REQUIRE_NOT_NULL(mk_alloc(c, 1000));
+    mk_ctx_reset(c);
+    CHECK_LE(reserved(c), (size_t)1 << 20);
+    mk_ctx_trim(c);
+    CHECK_EQ(reserved(c), 0u);
+    CHECK_NOT_NULL(mk_alloc(c, 1000)); /* usable after */
+    mk_ctx_delete(c);
+
+    mk_ctx_opts o = {.flags = MK_CTX_RELEASE_ON_RESET};
+    c = mk_ctx_new(NULL, "release", MK_GENERAL, &o);
+    REQUIRE_NOT_NULL(c);
+    fill_mix(c, ps, N, 7);
+    mk_ctx_reset(c);
+    CHECK_EQ(reserved(c), 0u);
+    fill_mix(c, ps, N, 8);
+    for (int i = 0; i < N; i++)
+        CHECK_PATTERN(ps[i], sizes[i % 4], 8 + (uint64_t)i);
     mk_ctx_delete(c);
 }
 
@@ -602,6 +671,7 @@ static void test_callback_registers_again(void)
 int main(void)
 {
     RUN(test_new_general);
+    RUN(test_reset_keeps_pages);
     RUN(test_new_bad_kind);
     RUN(test_new_other_kinds);
     RUN(test_reset_frees_and_deletes);
