@@ -202,6 +202,30 @@ void mki_general_page_empty(mki_page *pg)
     else /* the tail: the head's prev moves back */
         (*slot_of(g, pg->cls))->prev = pg->prev;
     pg->next = pg->prev = NULL;
+    mki_page **slot = slot_of(g, pg->cls), *cur = *slot;
+    if (cur->used == 1 && pg->size > cur->size &&
+        !atomic_load_explicit(&cur->xfree, memory_order_relaxed)) {
+        /* The current page holds nothing either (its pin alone) and is
+         * the smaller: the larger one takes its place, and the smaller is
+         * the one kept or given back.  Otherwise a class whose use swings
+         * past its current page cut a page every swing and gave it back
+         * when the swing ended: the page that had filled first (the small
+         * one) came back current with the first frees, the overflow page
+         * emptied last (W6 prodcons, one thread: 4,048 pages cut in
+         * 200,000 mallocs). */
+        mki_page *next = cur->next, *tail = cur->prev;
+        pg->next = next;
+        pg->prev = tail == cur ? pg : tail;
+        if (next)
+            next->prev = pg;
+        pg->flags |= MKI_PF_CURRENT;
+        pg->used = 1; /* the pin */
+        *slot = pg;
+        cur->flags &= (uint8_t)~MKI_PF_CURRENT;
+        cur->used = 0;
+        cur->next = cur->prev = NULL;
+        pg = cur;
+    }
     if (!g->spare)
         g->spare = pg;
     else
@@ -216,7 +240,7 @@ static mki_page *take_spare(mki_general *g, unsigned c, uint32_t units)
     if (!pg)
         return NULL;
     g->spare = NULL;
-    if (pg->cls == c)
+    if (pg->cls == c && pg->units >= units)
         return pg; /* free list and extend as they were */
     if (pg->units < units || g->base.fast_kind == MKI_KIND_SLOW) {
         page_drop(g, pg); /* too small, or its check bitmap is sized */

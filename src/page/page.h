@@ -67,6 +67,9 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
                          unsigned long long delay_ns, int *pending,
                          unsigned long long *next_due);
 size_t mki_segment_count(void);
+/* Pages cut from segments since the process started (a test's measure of
+ * page traffic). */
+size_t mki_segment_cuts(void);
 /* Process figures in the terms of mallinfo2 (see mki_malloc_figures). */
 typedef struct mki_malloc_figures {
     size_t segment_bytes; /* committed in normal segments (headers too) */

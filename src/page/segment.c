@@ -38,6 +38,7 @@ static _Atomic size_t segment_count;
 /* Figures for mallinfo2 and MEMKIT_STATS (relaxed; exact when quiet). */
 static _Atomic size_t seg_committed; /* committed bytes of normal segments */
 static _Atomic size_t units_out;     /* units handed out as pages */
+static size_t page_cuts;             /* pages cut (arena_lock) */
 
 #define COUNT(var, delta) \
     atomic_fetch_add_explicit(&(var), (delta), memory_order_relaxed)
@@ -556,6 +557,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     bits_set(s->aged, (unsigned)at, units, 0); /* its free time starts over */
     s->free_units -= units;
     COUNT(units_out, units);
+    page_cuts++;
     list_push(list_of(s), s);
     map_fill(s->map + at, units, pg);
     mki_os_unlock(&arena_lock);
@@ -950,6 +952,14 @@ void mki_segment_figures(mki_malloc_figures *f)
         atomic_load_explicit(&units_out, memory_order_relaxed) * MKI_UNIT;
     mki_huge_figures(&f->huge_count, &f->huge_bytes, &f->huge_cached);
     f->used_bytes = f->page_bytes + f->huge_bytes;
+}
+
+size_t mki_segment_cuts(void)
+{
+    mki_os_lock(&arena_lock);
+    size_t n = page_cuts;
+    mki_os_unlock(&arena_lock);
+    return n;
 }
 
 size_t mki_segment_count(void)
