@@ -12,7 +12,8 @@
  *     s (4 MiB-aligned)                                   s + off
  *
  * The cache: a freed mapping of an ordinary offset is kept, resident, in a
- * small table (CACHE_SLOTS entries, CACHE_BYTES in all), and a later request
+ * small table (CACHE_SLOTS entries, CACHE_BYTES in all, and no more than
+ * the live huge chunks are below their peak: live_peak), and a later request
  * takes the smallest cached mapping that holds it.  A mapping more than
  * twice the size needed gives its tail back (munmap) before it is reused,
  * so a cached mapping never pins much more than the chunk it serves; a
@@ -53,6 +54,13 @@ static cached cache[CACHE_SLOTS];
 static unsigned ncached;
 static size_t cached_bytes; /* committed bytes of the cached mappings */
 static _Atomic size_t live_count, live_committed;
+/* The most the live huge chunks have held at once (committed bytes): the
+ * cache holds at most what the live chunks have given up since, so that
+ * live and cached together never pass it and the cache does not raise the
+ * process's peak.  (Bounded by CACHE_BYTES alone, it did: W8, 64 KiB -
+ * 32 MiB blocks with four live, peaked at 82.5 MiB where the chunks alone
+ * need 67.7 and glibc takes 72.6.) */
+static _Atomic size_t live_peak;
 
 #define COUNT(var, delta) \
     atomic_fetch_add_explicit(&(var), (delta), memory_order_relaxed)
@@ -150,6 +158,47 @@ static void header_free(mki_segment *s, size_t size, size_t committed)
  * header page committed, the rest not) below a resident one would make
  * the resident pages look uncommitted, and no purge would find them
  * (found by review). */
+/* What the cache may hold now: CACHE_BYTES, and no more than the live
+ * chunks are below their peak. */
+static size_t cache_bound(void)
+{
+    size_t peak = atomic_load_explicit(&live_peak, memory_order_relaxed);
+    size_t live = atomic_load_explicit(&live_committed, memory_order_relaxed);
+    size_t room = peak > live ? peak - live : 0;
+    return room < CACHE_BYTES ? room : CACHE_BYTES;
+}
+
+/* The oldest cached mapping, out of the cache (lock held; ncached > 0). */
+static mki_segment *cache_take_oldest(void)
+{
+    unsigned oldest = 0;
+    for (unsigned i = 1; i < ncached; i++)
+        if (cache[i].since_ns < cache[oldest].since_ns)
+            oldest = i;
+    return cache_take(oldest);
+}
+
+/* Live chunks grew by @bytes: raise the peak, and move what the cache
+ * holds beyond its bound now to @out for the caller to unmap; returns how
+ * many. */
+static unsigned live_grew(size_t bytes, mki_segment **out)
+{
+    size_t live = COUNT(live_committed, bytes) + bytes;
+    size_t peak = atomic_load_explicit(&live_peak, memory_order_relaxed);
+    while (live > peak &&
+           !atomic_compare_exchange_weak_explicit(&live_peak, &peak, live,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+    unsigned n = 0;
+    mki_os_lock(&huge_lock);
+    size_t bound = cache_bound();
+    while (ncached > 0 && cached_bytes > bound && n < CACHE_SLOTS)
+        out[n++] = cache_take_oldest();
+    mki_os_unlock(&huge_lock);
+    return n;
+}
+
 static unsigned cache_put(mki_segment *s, mki_segment **out)
 {
     unsigned n = 0;
@@ -168,15 +217,11 @@ static unsigned cache_put(mki_segment *s, mki_segment **out)
         }
         i++;
     }
+    size_t bound = cache_bound();
     while (ncached > 0 && (ncached == CACHE_SLOTS ||
-                           cached_bytes + s->huge_committed > CACHE_BYTES)) {
-        unsigned oldest = 0;
-        for (unsigned i = 1; i < ncached; i++)
-            if (cache[i].since_ns < cache[oldest].since_ns)
-                oldest = i;
-        out[n++] = cache_take(oldest);
-    }
-    if (s->huge_committed > CACHE_BYTES) {
+                           cached_bytes + s->huge_committed > bound))
+        out[n++] = cache_take_oldest();
+    if (s->huge_committed > bound) {
         out[n++] = s;
         return n;
     }
@@ -288,7 +333,8 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
         if (s) {
             mki_page *pg = header_set(s, s->size, s->huge_committed, off, body);
             COUNT(live_count, 1);
-            COUNT(live_committed, s->huge_committed);
+            mki_segment *over[CACHE_SLOTS];
+            unmap_all(over, live_grew(s->huge_committed, over));
             return pg; /* reused: not zero, no MKI_PF_FRESH */
         }
     }
@@ -317,7 +363,8 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
     pg->flags = MKI_PF_FRESH;
     mki_purge_grew();
     COUNT(live_count, 1);
-    COUNT(live_committed, committed);
+    mki_segment *over[CACHE_SLOTS];
+    unmap_all(over, live_grew(committed, over));
     return pg;
 }
 
@@ -402,7 +449,8 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size)
     np->flags &= (uint8_t)~MKI_PF_FRESH;
     s->map[unit_of(np->start)] = np;
     UNCOUNT(live_committed, old_committed);
-    COUNT(live_committed, committed);
+    mki_segment *over[CACHE_SLOTS];
+    unmap_all(over, live_grew(committed, over));
     return np;
 }
 
