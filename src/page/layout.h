@@ -82,8 +82,13 @@ enum mki_page_flag {
  * A page descriptor, kept out of line (page memory holds only chunks).
  * The first cache line is what the fast paths touch.
  */
+/* Aligned to a cache line (192 bytes a descriptor, from meta.c's 64-byte
+ * slots): the fields every malloc and free touch, the first 64 bytes, are
+ * one line.  Packed at 144 bytes on 16, three descriptors in four had them
+ * across two lines (Larson, one thread: 6.18M first-level data misses a
+ * million operations, against 3.94M on tcmalloc; cachegrind). */
 struct mki_page {
-    void *free;          /* free list threaded through free chunks */
+    alignas(64) void *free; /* free list threaded through free chunks */
     _Atomic uintptr_t fast_tid; /* thread whose frees take the fast path;
                                    0: none (read by any thread: atomic) */
     uint32_t used;       /* live chunks, +1 while CURRENT (the pin) */

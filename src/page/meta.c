@@ -4,7 +4,8 @@
  *
  * Metadata never lives in the pages it describes, so a page holds only
  * chunks (0-byte headers) and a stray write past a chunk cannot corrupt a
- * descriptor.  Objects are rounded to 16 bytes and kept on one LIFO free
+ * descriptor.  Objects are rounded to 16 bytes (those of a multiple of 64,
+ * page descriptors, start on a 64-byte line) and kept on one LIFO free
  * list per rounded size; memory comes from the OS 64 KiB at a time and is
  * never given back (metadata is bounded by the peak number of pages and
  * contexts, and reusing it keeps descriptors of live pages packed together).
@@ -45,6 +46,11 @@ void *mki_meta_alloc(size_t size)
         p = free_lists[idx];
         free_lists[idx] = free_lists[idx]->next;
     } else {
+        /* a multiple of a cache line (a page descriptor) starts on one */
+        if (rounded % 64 == 0) {
+            char *a = (char *)(((uintptr_t)bump + 63) & ~(uintptr_t)63);
+            bump = a < bump_end ? a : bump_end; /* (else a fresh chunk) */
+        }
         if ((size_t)(bump_end - bump) < rounded) {
             char *fresh = mki_os_reserve(META_CHUNK, MKI_OS_PAGE);
             if (fresh && mki_os_commit(fresh, META_CHUNK) != 0) {
