@@ -104,6 +104,43 @@ static void make_current(mki_general *g, mki_page **slot, mki_page *pg)
     g->classes |= 1ull << pg->cls;
 }
 
+/* Make @pg the current page of its class ahead of the current one, which
+ * stays second, unpinned; returns that one, or NULL if the list was empty. */
+static mki_page *lead(mki_general *g, mki_page **slot, mki_page *pg)
+{
+    mki_page *old = *slot;
+    make_current(g, slot, pg);
+    if (old == &mki_page_empty)
+        return NULL;
+    old->flags &= (uint8_t)~MKI_PF_CURRENT;
+    pg->next = old;
+    pg->prev = old->prev; /* the tail (old itself when alone) */
+    old->prev = pg;
+    old->used--; /* the pin */
+    return old;
+}
+
+/* Queue @pg at the tail of the non-empty class list whose head is @head. */
+static void queue_behind(mki_page *head, mki_page *pg)
+{
+    mki_page *tail = head->prev;
+    tail->next = pg;
+    pg->prev = tail;
+    pg->next = NULL;
+    head->prev = pg;
+}
+
+/* Take @pg, not current, out of its class list, whose head is @head. */
+static void unlink_behind(mki_page *head, mki_page *pg)
+{
+    pg->prev->next = pg->next;
+    if (pg->next)
+        pg->next->prev = pg->prev;
+    else /* the tail: the head's prev moves back */
+        head->prev = pg->prev;
+    pg->next = pg->prev = NULL;
+}
+
 /* ---- chunks freed by other threads ------------------------------------------
  * A free from a thread that does not own the context pushes the chunk on its
  * page's `xfree` word (one compare-and-swap; the word also counts the list),
@@ -189,20 +226,23 @@ static void page_drop(mki_general *g, mki_page *pg)
     mki_segment_page_release(pg);
 }
 
+/* mk_ctx_trim's page_drop: its memory goes back to the OS at once; the
+ * bytes decommitted. */
+static size_t page_trim(mki_general *g, mki_page *pg)
+{
+    g->page_bytes -= pg->size;
+    class_count(pg->cls, pg->size, 0);
+    return mki_segment_page_release_now(pg);
+}
+
 /* A non-current page whose last chunk was freed: keep it as the spare if
  * there is none (its free list intact, ready for the next page this
  * context needs), else give it back. */
 void mki_general_page_empty(mki_page *pg)
 {
     mki_general *g = gen(pg->ctx);
-    /* not current, so not the head of its class list: unlink in place */
-    pg->prev->next = pg->next;
-    if (pg->next)
-        pg->next->prev = pg->prev;
-    else /* the tail: the head's prev moves back */
-        (*slot_of(g, pg->cls))->prev = pg->prev;
-    pg->next = pg->prev = NULL;
     mki_page **slot = slot_of(g, pg->cls), *cur = *slot;
+    unlink_behind(cur, pg); /* not current, so not the head */
     if (cur->used == 1 && pg->size > cur->size &&
         !atomic_load_explicit(&cur->xfree, memory_order_relaxed)) {
         /* The current page holds nothing either (its pin alone) and is
@@ -212,19 +252,10 @@ void mki_general_page_empty(mki_page *pg)
          * when the swing ended: the page that had filled first (the small
          * one) came back current with the first frees, the overflow page
          * emptied last (W6 prodcons, one thread: 4,048 pages cut in
-         * 200,000 mallocs). */
-        mki_page *next = cur->next, *tail = cur->prev;
-        pg->next = next;
-        pg->prev = tail == cur ? pg : tail;
-        if (next)
-            next->prev = pg;
-        pg->flags |= MKI_PF_CURRENT;
-        pg->used = 1; /* the pin */
-        *slot = pg;
-        cur->flags &= (uint8_t)~MKI_PF_CURRENT;
-        cur->used = 0;
-        cur->next = cur->prev = NULL;
-        pg = cur;
+         * 200,000 mallocs).  The smaller, second now and unpinned, is
+         * empty in its turn (there is no third swap: it is not larger). */
+        mki_general_page_empty(lead(g, slot, pg));
+        return;
     }
     if (!g->spare)
         g->spare = pg;
@@ -539,22 +570,11 @@ static void general_free(mki_page *pg, void *p)
         if (old != &mki_page_empty &&
             (old->free != NULL ||
              atomic_load_explicit(&old->xfree, memory_order_relaxed))) {
-            mki_page *tail = old->prev; /* join the queue at its tail */
-            tail->next = pg;
-            pg->prev = tail;
-            pg->next = NULL;
-            old->prev = pg;
+            queue_behind(old, pg); /* join the queue at its tail */
             return;
         }
-        make_current(g, slot, pg);
-        if (old != &mki_page_empty) {
-            old->flags &= (uint8_t)~MKI_PF_CURRENT;
-            pg->next = old;
-            pg->prev = old->prev; /* the tail (old itself when alone) */
-            old->prev = pg;
-            if (--old->used == 0) /* unpinned, and it held nothing */
-                mki_general_page_empty(old);
-        }
+        if ((old = lead(g, slot, pg)) != NULL && old->used == 0)
+            mki_general_page_empty(old); /* unpinned, and it held nothing */
         return;
     }
     if (pg->used == 0)
@@ -715,9 +735,7 @@ static void rewind_page(mki_page *pg)
     atomic_store_explicit(&pg->xfree, 0, memory_order_relaxed);
     pg->free = NULL;
     pg->extend = pg->start;
-    /* no chunk handed out: the position test admits none (pos_magic, of
-     * the same chunk size, stays) */
-    __atomic_store_n(&pg->pos_limit, 0, __ATOMIC_RELAXED);
+    mki_page_pos_rewind(pg);
     pg->used = (pg->flags & MKI_PF_CURRENT) ? 1u : 0u; /* the pin stays */
 }
 
@@ -754,31 +772,16 @@ static void general_reset(mk_ctx *ctx, int keep_one)
         rewind_page(pg);
         mki_page_set_tid(pg, ctx->fast_tid);
         mki_ctx_page_reset(ctx, pg);
-        mki_page **slot = slot_of(g, pg->cls);
-        mki_page *head = *slot;
-        if (head == &mki_page_empty) {
-            make_current(g, slot, pg);
-            continue;
-        }
         /* the largest page of a class is its current one (it serves the
          * most chunks before a page change); the others wait behind it,
          * holding nothing and no pin, until the page ahead is full
          * (retire_full) */
-        if (pg->size > head->size) {
-            mki_page *tail = head->prev;
-            head->flags &= (uint8_t)~MKI_PF_CURRENT;
-            head->used--;
-            make_current(g, slot, pg);
-            pg->next = head;
-            pg->prev = tail; /* (head itself when it was alone) */
-            head->prev = pg;
-            continue;
-        }
-        mki_page *tail = head->prev;
-        tail->next = pg;
-        pg->prev = tail;
-        pg->next = NULL;
-        head->prev = pg;
+        mki_page **slot = slot_of(g, pg->cls);
+        mki_page *head = *slot;
+        if (head == &mki_page_empty || pg->size > head->size)
+            lead(g, slot, pg);
+        else
+            queue_behind(head, pg);
     }
 }
 
@@ -828,9 +831,7 @@ static size_t general_trim(mk_ctx *ctx)
     if (g->spare) {
         mki_page *pg = g->spare;
         g->spare = NULL;
-        g->page_bytes -= pg->size;
-        class_count(pg->cls, pg->size, 0);
-        bytes += mki_segment_page_release_now(pg);
+        bytes += page_trim(g, pg);
     }
     for (uint64_t bits = g->classes; bits; bits &= bits - 1) {
         unsigned c = (unsigned)__builtin_ctzll(bits);
@@ -839,16 +840,10 @@ static size_t general_trim(mk_ctx *ctx)
          * current page, holding nothing (no pin) */
         for (mki_page *q = (*slot)->next, *next; q; q = next) {
             next = q->next;
-            if (q->used != 0)
-                continue;
-            q->prev->next = next;
-            if (next)
-                next->prev = q->prev;
-            else
-                (*slot)->prev = q->prev;
-            g->page_bytes -= q->size;
-            class_count(q->cls, q->size, 0);
-            bytes += mki_segment_page_release_now(q);
+            if (q->used == 0) {
+                unlink_behind(*slot, q);
+                bytes += page_trim(g, q);
+            }
         }
         pg = *slot;
         if (pg->used != 1) /* the pin alone: no live chunk */
@@ -863,9 +858,7 @@ static size_t general_trim(mk_ctx *ctx)
             *slot = &mki_page_empty;
             g->classes &= ~(1ull << c);
         }
-        g->page_bytes -= pg->size;
-        class_count(pg->cls, pg->size, 0);
-        bytes += mki_segment_page_release_now(pg);
+        bytes += page_trim(g, pg);
     }
     return bytes;
 }

@@ -377,7 +377,7 @@ static void slab_reset(mk_ctx *ctx, int keep_one)
     if (keep) {
         keep->free = NULL;
         keep->extend = keep->start;
-        mki_page_pos_init(keep); /* no chunk of before is one now */
+        mki_page_pos_rewind(keep); /* no chunk of before is one now */
         keep->used = 0;
         keep->next = keep->prev = NULL;
         mki_ctx_page_reset(ctx, keep);

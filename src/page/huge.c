@@ -147,17 +147,6 @@ static void header_free(mki_segment *s, size_t size, size_t committed)
     s->huge_page.kind = MKI_PAGE_FREE;
 }
 
-/* Put free mapping @s in the cache (lock held), merged with the cached
- * mappings next to it in the address space (so a later large request
- * finds them whole).  The oldest entries beyond the cache's bounds move to
- * @out for the caller to unmap; returns how many.  A mapping too big for
- * the cache goes to @out itself.
- * A mapping's committed bytes are a prefix of it (huge_committed counts
- * them from its start: what a split and a purge rely on), so two mappings
- * merge only when the lower one is committed whole: a purged mapping (its
- * header page committed, the rest not) below a resident one would make
- * the resident pages look uncommitted, and no purge would find them
- * (found by review). */
 /* What the cache may hold now: CACHE_BYTES, and no more than the live
  * chunks are below their peak. */
 static size_t cache_bound(void)
@@ -178,10 +167,9 @@ static mki_segment *cache_take_oldest(void)
     return cache_take(oldest);
 }
 
-/* Live chunks grew by @bytes: raise the peak, and move what the cache
- * holds beyond its bound now to @out for the caller to unmap; returns how
- * many. */
-static unsigned live_grew(size_t bytes, mki_segment **out)
+/* Live chunks grew by @bytes: raise the peak, and unmap what the cache
+ * holds beyond its bound now (lock not held). */
+static void live_grew(size_t bytes)
 {
     size_t live = COUNT(live_committed, bytes) + bytes;
     size_t peak = atomic_load_explicit(&live_peak, memory_order_relaxed);
@@ -190,15 +178,27 @@ static unsigned live_grew(size_t bytes, mki_segment **out)
                                                   memory_order_relaxed,
                                                   memory_order_relaxed))
         ;
+    mki_segment *over[CACHE_SLOTS];
     unsigned n = 0;
     mki_os_lock(&huge_lock);
     size_t bound = cache_bound();
-    while (ncached > 0 && cached_bytes > bound && n < CACHE_SLOTS)
-        out[n++] = cache_take_oldest();
+    while (ncached > 0 && cached_bytes > bound)
+        over[n++] = cache_take_oldest();
     mki_os_unlock(&huge_lock);
-    return n;
+    unmap_all(over, n);
 }
 
+/* Put free mapping @s in the cache (lock held), merged with the cached
+ * mappings next to it in the address space (so a later large request
+ * finds them whole).  The oldest entries beyond the cache's bounds move to
+ * @out for the caller to unmap; returns how many.  A mapping too big for
+ * the cache goes to @out itself.
+ * A mapping's committed bytes are a prefix of it (huge_committed counts
+ * them from its start: what a split and a purge rely on), so two mappings
+ * merge only when the lower one is committed whole: a purged mapping (its
+ * header page committed, the rest not) below a resident one would make
+ * the resident pages look uncommitted, and no purge would find them
+ * (found by review). */
 static unsigned cache_put(mki_segment *s, mki_segment **out)
 {
     unsigned n = 0;
@@ -333,8 +333,7 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
         if (s) {
             mki_page *pg = header_set(s, s->size, s->huge_committed, off, body);
             COUNT(live_count, 1);
-            mki_segment *over[CACHE_SLOTS];
-            unmap_all(over, live_grew(s->huge_committed, over));
+            live_grew(s->huge_committed);
             return pg; /* reused: not zero, no MKI_PF_FRESH */
         }
     }
@@ -363,8 +362,7 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
     pg->flags = MKI_PF_FRESH;
     mki_purge_grew();
     COUNT(live_count, 1);
-    mki_segment *over[CACHE_SLOTS];
-    unmap_all(over, live_grew(committed, over));
+    live_grew(committed);
     return pg;
 }
 
@@ -449,8 +447,7 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size)
     np->flags &= (uint8_t)~MKI_PF_FRESH;
     s->map[unit_of(np->start)] = np;
     UNCOUNT(live_committed, old_committed);
-    mki_segment *over[CACHE_SLOTS];
-    unmap_all(over, live_grew(committed, over));
+    live_grew(committed);
     return np;
 }
 

@@ -263,6 +263,13 @@ MKI_INLINE void mki_page_pos_init(mki_page *pg)
                      __ATOMIC_RELAXED);
 }
 
+/* `extend` moved back to `start` (a rewound page, same chunk size): no
+ * position passes; pos_magic stays. */
+MKI_INLINE void mki_page_pos_rewind(mki_page *pg)
+{
+    __atomic_store_n(&pg->pos_limit, 0, __ATOMIC_RELAXED);
+}
+
 /* `extend` moved past one more chunk. */
 MKI_INLINE void mki_page_pos_grow(mki_page *pg)
 {

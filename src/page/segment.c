@@ -38,7 +38,7 @@ static _Atomic size_t segment_count;
 /* Figures for mallinfo2 and MEMKIT_STATS (relaxed; exact when quiet). */
 static _Atomic size_t seg_committed; /* committed bytes of normal segments */
 static _Atomic size_t units_out;     /* units handed out as pages */
-static size_t page_cuts;             /* pages cut (arena_lock) */
+static _Atomic size_t page_cuts;     /* pages cut */
 
 #define COUNT(var, delta) \
     atomic_fetch_add_explicit(&(var), (delta), memory_order_relaxed)
@@ -142,31 +142,11 @@ static inline uint64_t taken_word(const mki_segment *s, unsigned w, int warm)
     return warm ? s->used[w] | ~s->committed[w] : s->used[w];
 }
 
-/* The first word of `used` of @s with a unit not handed out (or
- * MKI_BITMAP_WORDS), moving the segment's lower bound up to it: the words
- * below are skipped by every search (a 4 MiB segment of 64 KiB pages
- * scanned from word 0 took some 240 instructions a page). */
-static inline unsigned lo_word(mki_segment *s)
-{
-    unsigned w = s->lo_word;
-    while (w < MKI_BITMAP_WORDS && s->used[w] == ~0ull)
-        w++;
-    s->lo_word = w;
-    return w;
-}
-
-/* Units from @first on went back: searches must look there again. */
-static inline void lo_word_lower(mki_segment *s, unsigned first)
-{
-    if (first / 64 < s->lo_word)
-        s->lo_word = first / 64;
-}
-
 /* First unit of a free run of 2^k units aligned to 2^k, or -1. */
-static inline int find_aligned_run(mki_segment *s, int warm, unsigned k)
+static inline int find_aligned_run(const mki_segment *s, int warm, unsigned k)
 {
     unsigned n = 1u << k;
-    for (unsigned w = lo_word(s); w < MKI_BITMAP_WORDS; w++) {
+    for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++) {
         uint64_t word = taken_word(s, w, warm);
         if (word == ~0ull)
             continue;
@@ -182,10 +162,10 @@ static inline int find_aligned_run(mki_segment *s, int warm, unsigned k)
 }
 
 /* First unit of @nw consecutive free words, or -1. */
-static inline int find_word_run(mki_segment *s, int warm, unsigned nw)
+static inline int find_word_run(const mki_segment *s, int warm, unsigned nw)
 {
     unsigned run = 0;
-    for (unsigned w = lo_word(s); w < MKI_BITMAP_WORDS; w++) {
+    for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++) {
         run = taken_word(s, w, warm) == 0 ? run + 1 : 0;
         if (run == nw)
             return (int)((w + 1 - nw) * 64);
@@ -193,12 +173,20 @@ static inline int find_word_run(mki_segment *s, int warm, unsigned nw)
     return -1;
 }
 
+/* The bits of units @first .. @first + @n - 1 that lie in @first's word;
+ * *@take: how many. */
+static uint64_t span_mask(unsigned first, unsigned n, unsigned *take)
+{
+    unsigned b = first % 64;
+    *take = 64 - b < n ? 64 - b : n;
+    return *take == 64 ? ~0ull : ((1ull << *take) - 1) << b;
+}
+
 static void bits_set(uint64_t *bits, unsigned first, unsigned n, int on)
 {
     while (n) {
-        unsigned w = first / 64, b = first % 64;
-        unsigned take = 64 - b < n ? 64 - b : n;
-        uint64_t mask = take == 64 ? ~0ull : ((1ull << take) - 1) << b;
+        unsigned w = first / 64, take;
+        uint64_t mask = span_mask(first, n, &take);
         if (on)
             bits[w] |= mask;
         else
@@ -213,9 +201,8 @@ static unsigned bits_count(const uint64_t *bits, unsigned first, unsigned n)
 {
     unsigned c = 0;
     while (n) {
-        unsigned w = first / 64, b = first % 64;
-        unsigned take = 64 - b < n ? 64 - b : n;
-        uint64_t mask = take == 64 ? ~0ull : ((1ull << take) - 1) << b;
+        unsigned w = first / 64, take;
+        uint64_t mask = span_mask(first, n, &take);
         c += (unsigned)__builtin_popcountll(bits[w] & mask);
         first += take;
         n -= take;
@@ -223,20 +210,17 @@ static unsigned bits_count(const uint64_t *bits, unsigned first, unsigned n)
     return c;
 }
 
-/* Point @n entries of a page map at @pg, 64 bytes a step (a 64 KiB page
- * has 64 entries, written when it is cut and again when it goes back: as
- * one pointer store at a time, some 200 instructions each time). */
-typedef uintptr_t mki_map4 __attribute__((vector_size(4 * sizeof(uintptr_t))));
+/* Point @n entries of a page map at @pg, four stores a step (a 64 KiB page
+ * has 64 entries, written when it is cut and again when it goes back: one
+ * store at a time took some 200 instructions each time). */
 static void map_fill(mki_page **map, unsigned n, mki_page *pg)
 {
     unsigned i = 0;
-    if (n >= 8) {
-        uintptr_t a = (uintptr_t)pg;
-        mki_map4 v = {a, a, a, a};
-        for (; i + 8 <= n; i += 8) {
-            memcpy(map + i, &v, sizeof v);
-            memcpy(map + i + 4, &v, sizeof v);
-        }
+    for (; i + 4 <= n; i += 4) {
+        map[i] = pg;
+        map[i + 1] = pg;
+        map[i + 2] = pg;
+        map[i + 3] = pg;
     }
     for (; i < n; i++)
         map[i] = pg;
@@ -444,7 +428,6 @@ static void segment_release(mki_segment *s, int locked)
         mki_os_unlock(&arena_lock);
 }
 
-/* Commit the not-yet-committed units of [first, first+n); 0 or -1. */
 /* The first unit in [@u, @end) whose bit in @bits is @on, or @end: a word
  * at a time (a 64-unit page whose units are all committed is one test). */
 static unsigned next_bit(const uint64_t *bits, unsigned u, unsigned end, int on)
@@ -461,6 +444,7 @@ static unsigned next_bit(const uint64_t *bits, unsigned u, unsigned end, int on)
     return end;
 }
 
+/* Commit the not-yet-committed units of [first, first+n); 0 or -1. */
 static int commit_units(mki_segment *s, unsigned first, unsigned n)
 {
     unsigned end = first + n;
@@ -479,7 +463,7 @@ static int commit_units(mki_segment *s, unsigned first, unsigned n)
 /* A run of @units free in @s (a page's run is aligned to its own size up
  * to 64 units, else whole words; @warm: committed all through), or -1,
  * which tightens @hint, the segment's bound on the longest such run. */
-static inline int find_clear_run(mki_segment *s, int warm, uint32_t *hint,
+static inline int find_clear_run(const mki_segment *s, int warm, uint32_t *hint,
                                  uint32_t units)
 {
     int at = units <= 64 ? find_aligned_run(s, warm, (unsigned)__builtin_ctz(units))
@@ -557,7 +541,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     bits_set(s->aged, (unsigned)at, units, 0); /* its free time starts over */
     s->free_units -= units;
     COUNT(units_out, units);
-    page_cuts++;
+    COUNT(page_cuts, 1);
     list_push(list_of(s), s);
     map_fill(s->map + at, units, pg);
     mki_os_unlock(&arena_lock);
@@ -629,7 +613,6 @@ static void release(mki_page *pg)
     list_remove(list_of(s), s);
     map_fill(s->map + pg->unit, pg->units, &mki_page_gone);
     bits_set(s->used, pg->unit, pg->units, 0);
-    lo_word_lower(s, pg->unit);
     s->free_units += pg->units;
     UNCOUNT(units_out, pg->units);
     s->max_run_hint = MKI_UNITS; /* freed units may join a longer run */
@@ -897,7 +880,6 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
         mki_segment *s = runs[i].s;
         list_remove(list_of(s), s);
         bits_set(s->used, runs[i].first, runs[i].n, 0);
-        lo_word_lower(s, runs[i].first);
         if (run_failed[i]) {
             bits_set(s->aged, runs[i].first, runs[i].n, 1);
             s->free_units += runs[i].n;
@@ -956,10 +938,7 @@ void mki_segment_figures(mki_malloc_figures *f)
 
 size_t mki_segment_cuts(void)
 {
-    mki_os_lock(&arena_lock);
-    size_t n = page_cuts;
-    mki_os_unlock(&arena_lock);
-    return n;
+    return atomic_load_explicit(&page_cuts, memory_order_relaxed);
 }
 
 size_t mki_segment_count(void)
