@@ -50,9 +50,9 @@
 
 /* ---- size classes (see page/sizeclass.c for the table) ------------------ */
 #define MKI_NCLASS 64              /* 16 .. 32 KiB (at most 64: a bitmap word) */
-#define MKI_NCLASS_DIRECT 21       /* classes <= 1 KiB, inline in a context */
+#define MKI_NCLASS_DIRECT 21       /* classes <= 1040 B, inline in a context */
 #define MKI_SMALL_MAX 32768u       /* largest chunk held in a shared page */
-#define MKI_DIRECT_MAX 1024u       /* largest size of the class lookup table */
+#define MKI_DIRECT_MAX 1040u       /* largest size of the class lookup table */
 #define MKI_LARGE_MAX (1u << 20)   /* larger chunks get a huge segment */
 #define MKI_SIZE_MAX ((size_t)1 << 46) /* larger requests fail at once */
 
