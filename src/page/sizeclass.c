@@ -3,26 +3,32 @@
  *
  * Classes (64, from 16 bytes to 32 KiB):
  *     16 24 32 48 64                        (8/16-byte steps)
- *     then four per doubling up to 512: 2^k * {1.25, 1.5, 1.75, 2}
- *     80 96 112 128 | 160 192 224 256 | 320 384 448 512 | 640 768 896
- *     then 1040 (not 1024: below), and above it the chunk counts of a full
+ *     then four per doubling up to 256: 2^k * {1.25, 1.5, 1.75, 2}
+ *     80 96 112 128 | 160 192 224 256 | 320 384 448 528 | 640 768 896 1040
+ *     (528 and 1040, not 512 and 1024: below), and above 1040 the chunk counts of a full
  *     64 KiB page: the class of count k is 64 KiB / k rounded down to a
  *     multiple of 16, 16 * floor(4096 / k), for k in
  *       (63: 1040) 62 60 57 54 51 49 46 44 42 40 38 36 34 32, 30 29 ... 3 2
  *     1056 1088 1136 1200 1280 1328 1424 1488 1552 1632 1712 1808 1920
  *     2048 | 2176 2256 ... 3840 4096 | 4368 4672 5040 5456 5952 6544 7280
  *     8192 | 9360 10912 13104 16384 | 21840 32768
- * Why 1040 and not 1024 for the requests of 897..1024 bytes: chunks 1024
- * bytes apart are a stride the hardware handles badly.  A free-oldest ring
- * of 1 KiB chunks with 64 MiB live (bench W1M, the drop-in; W1, a GENERAL
- * context) ran at 15.5 ns an operation in 1024-byte chunks and 8.1 in
- * 1040-byte ones, glibc's size for the same request (bench/ab.sh-style
- * alternating runs, medians of 7; an in-process loop: 17 against 10 ns),
- * at no cost in the smaller cells; 2048 and 4096 show it too (15.1 against
- * 11.7 ns for 2176-byte chunks, 12.8 against 10.5 for 4368), but there the
- * next class costs 6% or more of memory, where 1040 costs 1.6% (glibc's
- * chunk for a 1 KiB request is 1040 bytes too).  A 1040-byte chunk is not
- * 1 KiB-aligned: mk_alloc_aligned(ctx, 1024, 1024) takes the 2048-byte class.
+ * Why 1040 and not 1024 for the requests of 897..1024 bytes, and 528, not
+ * 512, for 449..512: chunks 512 or 1024 bytes apart are a stride this
+ * hardware handles badly when a program walks many of them in order.  A
+ * free-oldest ring of 1 KiB chunks with 64 MiB live (bench W1M, the
+ * drop-in; W1, a GENERAL context) ran at 15.5 ns an operation in 1024-byte
+ * chunks and 8.1 in 1040-byte ones, glibc's size for the same request
+ * (alternating runs, medians of 7; an in-process loop: 17 against 10 ns);
+ * 512-byte requests in that loop, 17.9 ns in 512-byte chunks and 13.2 in
+ * 528-byte ones (8.7..10.0 against 12.9..13.4 touching only the first
+ * byte); the smaller cells did not move, nor did 256 against 272.  2048 and
+ * 4096 show it too (15.1 against 11.7 ns for 2176-byte chunks, 12.8
+ * against 10.5 for 4368), but there the next class costs 6% or more of
+ * memory, where 528 and 1040 cost 3.1% and 1.6% on a power-of-two request
+ * (glibc's chunks for 512 and 1024 are 528 and 1040 bytes too).  A
+ * 528- or 1040-byte chunk is not aligned to its power of two, nor to 32
+ * or 64: mk_alloc_aligned(ctx, 512, 512) and (ctx, 1024, 1024) take the
+ * 2048-byte class, a 64-aligned request of 449..512 bytes 640 (512 before).
  * Why counts above 1 KiB: a small page is at most 64 KiB, so what a chunk
  * of class c really costs in a full page is 64 KiB / floor(64 KiB / c).
  * The old classes above 1 KiB (four per doubling, 1280 .. 32768) left
@@ -97,7 +103,7 @@
 
 const uint32_t mki_class_size[MKI_NCLASS] = {
     16,    24,    32,    48,    64,    80,    96,    112,   128,   160,
-    192,   224,   256,   320,   384,   448,   512,   640,   768,   896,
+    192,   224,   256,   320,   384,   448,   528,   640,   768,   896,
     1040,  1056,  1088,  1136,  1200,  1280,  1328,  1424,  1488,  1552,
     1632,  1712,  1808,  1920,  2048,  2176,  2256,  2336,  2416,  2512,
     2608,  2720,  2848,  2976,  3120,  3264,  3440,  3632,  3840,  4096,
@@ -213,7 +219,7 @@ const uint8_t mki_class_direct[MKI_DIRECT_MAX / 8 + 1] = {
      0,  0,  0,  1,  2,  3,  3,  4,  4,  5,  5,  6,  6,  7,  7,  8,  8,  9,
      9,  9,  9, 10, 10, 10, 10, 11, 11, 11, 11, 12, 12, 12, 12, 13, 13, 13,
     13, 13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15,
-    15, 15, 15, 16, 16, 16, 16, 16, 16, 16, 16, 17, 17, 17, 17, 17, 17, 17,
+    15, 15, 15, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 17, 17, 17, 17, 17,
     17, 17, 17, 17, 17, 17, 17, 17, 17, 18, 18, 18, 18, 18, 18, 18, 18, 18,
     18, 18, 18, 18, 18, 18, 18, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19,
     19, 19, 19, 19, 19, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20,
@@ -223,7 +229,7 @@ const uint8_t mki_class_direct[MKI_DIRECT_MAX / 8 + 1] = {
  * of 16 (malloc's classes: the 24-byte class is skipped) */
 const uint8_t mki_class_a16[MKI_DIRECT_MAX / 16 + 1] = {
      0,  0,  2,  3,  4,  5,  6,  7,  8,  9,  9, 10, 10, 11, 11, 12, 12,
-    13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15, 16, 16, 16, 16, 17,
+    13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15, 16, 16, 16, 16, 16,
     17, 17, 17, 17, 17, 17, 17, 18, 18, 18, 18, 18, 18, 18, 18, 19, 19,
     19, 19, 19, 19, 19, 19, 20, 20, 20, 20, 20, 20, 20, 20, 20};
 

@@ -3,8 +3,8 @@
  * mki_class_of(n) is the smallest class >= n for every n in 1..32768 (and
  * class 0 for n = 0); the direct table agrees with it up to 1 KiB; the
  * table is strictly increasing, ends at MKI_SMALL_MAX, has exactly four
- * classes per doubling from 64 to 512 bytes, then 640 768 896 and 1040
- * (a 1 KiB request's class: no chunk is 1024 bytes, a stride the hardware
+ * classes per doubling from 64 to 256 bytes, then 320 384 448 528 and
+ * 640 768 896 1040 (no chunk is 512 or 1024 bytes, strides the hardware
  * handles badly), and above 1040 only
  * classes that fill a 64 KiB page to its last 16 bytes, every class but 24
  * is a multiple of 16 (the alignment rule); malloc's table
@@ -40,7 +40,7 @@ static void test_table_shape(void)
 
 static void test_four_per_doubling(void)
 {
-    for (uint32_t lo = 64; lo < 512; lo *= 2) {
+    for (uint32_t lo = 64; lo < 256; lo *= 2) {
         unsigned n = 0;
         for (unsigned c = 0; c < MKI_NCLASS; c++)
             if (mki_class_size[c] > lo && mki_class_size[c] <= 2 * lo)
@@ -50,15 +50,20 @@ static void test_four_per_doubling(void)
                     lo, 2 * lo, n);
         th_checks++;
     }
-    /* then 640 768 896, and a 1 KiB request takes 1040 bytes (63 a 64 KiB
-     * page, glibc's chunk size for it), not 1024 */
-    CHECK_EQ(mki_class_size[mki_class_of(513)], 640u);
+    /* then 320 384 448 528 | 640 768 896 1040: a 512-byte request takes
+     * 528 bytes and a 1 KiB one 1040 (glibc's chunk sizes for them), not
+     * 512 and 1024 */
+    CHECK_EQ(mki_class_size[mki_class_of(449)], 528u);
+    CHECK_EQ(mki_class_size[mki_class_of(512)], 528u);
+    CHECK_EQ(mki_class_size[mki_class_of_a16(512)], 528u);
+    CHECK_EQ(mki_class_size[mki_class_of(528)], 528u);
+    CHECK_EQ(mki_class_size[mki_class_of(529)], 640u);
     CHECK_EQ(mki_class_size[mki_class_of(897)], 1040u);
     CHECK_EQ(mki_class_size[mki_class_of(1024)], 1040u);
     CHECK_EQ(mki_class_size[mki_class_of_a16(1024)], 1040u);
     CHECK_EQ(mki_class_size[MKI_NCLASS_DIRECT - 1], 1040u);
     for (unsigned c = 0; c < MKI_NCLASS; c++)
-        CHECK(mki_class_size[c] != 1024u);
+        CHECK(mki_class_size[c] != 512u && mki_class_size[c] != 1024u);
 }
 
 /* Above 1040 every class is 64 KiB / k rounded down to 16 bytes (a full
