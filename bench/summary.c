@@ -7,9 +7,10 @@
  * the thread-safe pool and SLAB contexts: W2 W1 RSS), and the drop-in
  * (memkit as malloc: every drop-in workload).  For each, speed and memory
  * apart, it prints the median of memkit's ratios over the cells with the
- * range (lowest..highest) and the geometric mean (the figure a target
- * over many workloads is stated in: "0.72x glibc's time" is a geometric
- * mean of 1/0.72 = 1.39x here), against the baseline (malloc / glibc) and
+ * range (lowest..highest) and the geometric mean, over the cells and over
+ * the tables (each table's own geometric mean, so that W1M's 40 cells
+ * weigh as much as W8's one: the figure a target over many workloads is
+ * stated in, "0.72x glibc's time" being 1/0.72 = 1.39x here), against the baseline (malloc / glibc) and
  * against the best installed peer - the peer whose median ratio is the
  * lowest, i.e. the hardest to beat - then names the cells where memkit is
  * slower or bigger than the baseline, worst first.  The trade-off: one
@@ -137,6 +138,33 @@ static void put_stat(FILE *out, stat3 s)
             s.n == 1 ? "" : "s");
 }
 
+/* The geometric mean over tables of each table's geometric mean (@v[i]
+ * from @rows[i]; a table is a section: W1M's 40 cells weigh as much as
+ * W8's one), and how many tables; 0 when fewer than two. */
+static double by_table(const double *v, const bench_row *const *rows, int n, int *ntables)
+{
+    double sum = 0;
+    int t = 0;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = rows[j]->section == rows[i]->section;
+        if (seen)
+            continue;
+        double logs = 0;
+        int m = 0;
+        for (int j = i; j < n; j++)
+            if (rows[j]->section == rows[i]->section) {
+                logs += log(v[j]);
+                m++;
+            }
+        sum += logs / m;
+        t++;
+    }
+    *ntables = t;
+    return t > 1 ? exp(sum / t) : 0;
+}
+
 /* One line: speed or memory against the baseline and the best peer, then
  * the cells where memkit loses to the baseline; 0 if nothing measured. */
 static int family_line(FILE *out, const family *f, int memory)
@@ -166,9 +194,13 @@ static int family_line(FILE *out, const family *f, int memory)
         worst[i] = v[lose[i]];
     }
     const bench_section *s0 = report_get_section(rows[0]->section);
+    int ntables = 0;
+    double tables = by_table(v, rows, n, &ntables); /* (before stat_of sorts v) */
     stat3 st = stat_of(v, n);
     fprintf(out, "  %-7s vs %s ", memory ? "memory" : "speed", bench_col_name(s0->baseline));
     put_stat(out, st);
+    if (tables > 0)
+        fprintf(out, "; by table %.2fx (%d tables)", tables, ntables);
 
     const int *peers = f->col < BA_COUNT ? inproc_peers : dropin_peers;
     int best = -1;
