@@ -5,9 +5,9 @@
  *     16 24 32 48 64                        (8/16-byte steps)
  *     then four per doubling up to 256: 2^k * {1.25, 1.5, 1.75, 2}
  *     80 96 112 128 | 160 192 224 256 | 320 384 448 528 | 640 768 896 1040
- *     (528 and 1040, not 512 and 1024: below), and above 1040 the chunk counts of a full
- *     64 KiB page: the class of count k is 64 KiB / k rounded down to a
- *     multiple of 16, 16 * floor(4096 / k), for k in
+ *     (528 and 1040, not 512 and 1024: below), and above 1040 the chunk
+ *     counts of a full 64 KiB page: the class of count k is 64 KiB / k
+ *     rounded down to a multiple of 16, 16 * floor(4096 / k), for k in
  *       (63: 1040) 62 60 57 54 51 49 46 44 42 40 38 36 34 32, 30 29 ... 3 2
  *     1056 1088 1136 1200 1280 1328 1424 1488 1552 1632 1712 1808 1920
  *     2048 | 2176 2256 ... 3840 4096 | 4368 4672 5040 5456 5952 6544 7280

@@ -1,7 +1,7 @@
 /*
  * unit/sizeclass.c - the size-class table and lookup (page/sizeclass.[ch]):
  * mki_class_of(n) is the smallest class >= n for every n in 1..32768 (and
- * class 0 for n = 0); the direct table agrees with it up to 1 KiB; the
+ * class 0 for n = 0); the direct table agrees with it up to 1040; the
  * table is strictly increasing, ends at MKI_SMALL_MAX, has exactly four
  * classes per doubling from 64 to 256 bytes, then 320 384 448 528 and
  * 640 768 896 1040 (no chunk is 512 or 1024 bytes, strides the hardware
