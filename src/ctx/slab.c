@@ -31,9 +31,11 @@
  * empty page is kept as `spare` when the current page is not empty; any
  * further page is given back the moment its last chunk is freed.
  *
- * Slab pages keep fast_tid 0: mk_free always reaches slab_free (the bucket
- * bookkeeping lives here); frees from other threads go to the context's
- * remote list like every kind's, collected when the slab needs a new page.
+ * Slab pages keep fast_tid 0: mk_free always takes its slow path (the bucket
+ * bookkeeping lives here), where the owner's free of a live chunk is
+ * mki_slab_free_chunk at once (chunk.c); frees from other threads go to
+ * the context's remote list like every kind's, collected when the slab
+ * needs a new page.
  */
 
 #include "slab.h"
