@@ -46,8 +46,22 @@
 
 #define TLS_IE __attribute__((tls_model("initial-exec")))
 
-enum { MAX_FRAMES = 64, OWN_FRAMES = 12, STRIPES = 64, PATH_MAX_LEN = 200,
-       STACK_BUCKETS = 1 << 14 };
+/* Stripe locks of the samples' pages: 64, a page's by the top 6 bits of
+ * a hash.  ThreadSanitizer's deadlock detector follows at most 64 locks
+ * held by one thread, and the fork handlers hold every stripe and the
+ * other layers' locks at once (bind.c): a TSan build has 16. */
+#if defined(__SANITIZE_THREAD__)
+#define STRIPE_SHIFT 60
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STRIPE_SHIFT 60
+#endif
+#endif
+#ifndef STRIPE_SHIFT
+#define STRIPE_SHIFT 58
+#endif
+enum { MAX_FRAMES = 64, OWN_FRAMES = 12, STRIPES = 1 << (64 - STRIPE_SHIFT),
+       PATH_MAX_LEN = 200, STACK_BUCKETS = 1 << 14 };
 
 /* A live sample, on its page's list (the page's stripe lock). */
 typedef struct sample {
@@ -336,7 +350,7 @@ static void snapshot_peak(void)
 static pthread_mutex_t *stripe_of(const mki_page *pg)
 {
     uintptr_t h = ((uintptr_t)pg >> 4) * 0x9E3779B97F4A7C15ull;
-    return &stripes[h >> 58];
+    return &stripes[h >> STRIPE_SHIFT];
 }
 
 void mki_prof_sample(mk_ctx *ctx, void *p, size_t size)
@@ -491,12 +505,9 @@ void mki_prof_fork(int phase)
         mki_os_lock(&prof_lock);
         return;
     }
-    if (phase == 2) { /* the child: fresh locks */
-        for (int i = 0; i < STRIPES; i++)
-            pthread_mutex_init(&stripes[i], NULL);
-        pthread_mutex_init(&prof_lock, NULL);
-        return;
-    }
+    /* parent and child alike: the forking thread holds them (a child that
+     * initialised them afresh instead left ThreadSanitizer counting them
+     * held, and reporting an order inversion with the heap list's lock) */
     mki_os_unlock(&prof_lock);
     for (int i = STRIPES - 1; i >= 0; i--)
         mki_os_unlock(&stripes[i]);
