@@ -140,10 +140,12 @@ void *mk_alloc(mk_ctx *ctx, size_t size)
         if (MKI_LIKELY(p != NULL))
             return p;
     } else if (ctx->fast_kind == MK_SLAB) {
-        /* a typed pool's pop (slab.h); not for a pool's own slab, whose
-         * front holds objects of its current page (pool.c) */
+        /* a typed pool's pop (slab.h), when the current page has a free
+         * chunk (the refill takes the slow path, purge safe point first);
+         * not for a pool's own slab, whose front holds objects of its
+         * current page (pool.c) */
         mki_slab *s = (mki_slab *)ctx;
-        if (MKI_LIKELY(size <= s->user_size && !s->front))
+        if (MKI_LIKELY(size <= s->user_size && !s->front && s->curpg->free))
             return mki_slab_alloc_fast(s);
     }
     return alloc_generic(ctx, size);
