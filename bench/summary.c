@@ -11,8 +11,9 @@
  * the tables (each table's own geometric mean, so that W1M's 40 cells
  * weigh as much as W8's one: the figure a target over many workloads is
  * stated in, "0.72x glibc's time" being 1/0.72 = 1.39x here), against
- * the baseline (malloc / glibc) and against the best installed peer - the peer whose median ratio is the
- * lowest, i.e. the hardest to beat - then names the cells where memkit is
+ * the baseline (malloc / glibc) and against the best installed peer - the
+ * peer whose median ratio is the lowest, i.e. the hardest to beat - then
+ * names the cells where memkit is
  * slower or bigger than the baseline, worst first.  The trade-off: one
  * median over cells of different weight (a 24-byte pool and a 1 GiB
  * context count the same) is a blunt figure, so the range and the losing

@@ -27,6 +27,19 @@
 #define MKI_INLINE static inline __attribute__((always_inline))
 #define MKI_COLD __attribute__((cold, noinline))
 
+/* A ThreadSanitizer build (gcc says __SANITIZE_THREAD__, clang
+ * __has_feature): 1 or 0.  (annotate.h has MKI_ASAN.) */
+#if defined(__SANITIZE_THREAD__)
+#define MKI_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MKI_TSAN 1
+#endif
+#endif
+#ifndef MKI_TSAN
+#define MKI_TSAN 0
+#endif
+
 #pragma GCC visibility push(hidden)
 
 /* ---- options.c ----------------------------------------------------------- */

@@ -267,17 +267,17 @@ void mki_slab_free_chunk(mki_page *pg, void *p)
         mki_slab_rebucket(slab(pg->ctx), pg);
 }
 
-void mki_slab_free_checked(mki_page *pg, void *p)
+void mki_slab_free_checked(mki_page *pg, void *p, const char *fn)
 {
     if (!mki_page_is_chunk_exact(pg, p)) {
-        mki_error_invalid_in("mk_pool_free", p, mki_ctx_name(pg->ctx), 0);
+        mki_error_invalid_in(fn, p, mki_ctx_name(pg->ctx), 0);
         return;
     }
     if (mki_page_chunk_freed(pg, p)) {
-        mki_error_double_free("mk_pool_free", p, mki_ctx_name(pg->ctx));
+        mki_error_double_free(fn, p, mki_ctx_name(pg->ctx));
         return;
     }
-    if (pg->ctx->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, p, "mk_pool_free"))
+    if (pg->ctx->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, p, fn))
         return;
     mki_page_chunk_set_freed(pg, p);
     mki_slab_free_chunk(pg, p);

@@ -44,9 +44,10 @@ void mki_slab_free_chunk(mki_page *pg, void *p);
 void mki_slab_rebucket(mki_slab *s, mki_page *pg);
 void *mki_slab_alloc_slow(mki_slab *s); /* free list empty */
 /* The inline free's test failed on chunk @p of @pg (or @pg is a page above
- * 64 KiB, which has no inline test): validate it exactly, report it if it
- * is not the start of a live chunk, else free it. */
-void mki_slab_free_checked(mki_page *pg, void *p);
+ * 64 KiB, which has no inline test): validate it exactly, report it as a
+ * misuse of @fn (mk_pool_free, mk_free...) if it is not the start of a
+ * live chunk, else free it. */
+void mki_slab_free_checked(mki_page *pg, void *p, const char *fn);
 /* rebucket after an allocation, returning its chunk @b (a tail call keeps
  * the fast path free of saved registers) */
 void *mki_slab_alloc_rebucket(mki_slab *s, mki_page *pg, void *b);
@@ -65,13 +66,13 @@ MKI_INLINE void *mki_slab_alloc_fast(mki_slab *s)
     return mki_slab_alloc_slow(s);
 }
 
-/* Free chunk @p of page @pg of slab @s, from its owner: reported instead
- * if it is not the start of a chunk the page handed out, or holds its
- * double-free key (freed already, wherever it waits). */
-MKI_INLINE void mki_slab_free_fast(mki_slab *s, mki_page *pg, void *p)
+/* Free chunk @p of page @pg of slab @s, from its owner: reported as a
+ * misuse of @fn instead if it is not the start of a chunk the page handed
+ * out, or holds its double-free key (freed already, wherever it waits). */
+MKI_INLINE void mki_slab_free_fast(mki_slab *s, mki_page *pg, void *p, const char *fn)
 {
     if (MKI_UNLIKELY(!mki_page_is_chunk(pg, p) || mki_page_chunk_freed(pg, p))) {
-        mki_slab_free_checked(pg, p);
+        mki_slab_free_checked(pg, p, fn);
         return;
     }
     *(void **)p = pg->free;

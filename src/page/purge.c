@@ -50,16 +50,7 @@
 /* ThreadSanitizer cannot start threads in the child of a multithreaded
  * fork (it makes the child die): in a TSan build a forked child runs its
  * passes on the slow paths instead (thread state 3, "never"). */
-#if defined(__SANITIZE_THREAD__)
-#define FORK_CHILD_STATE 3
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define FORK_CHILD_STATE 3
-#endif
-#endif
-#ifndef FORK_CHILD_STATE
-#define FORK_CHILD_STATE 0
-#endif
+#define FORK_CHILD_STATE (MKI_TSAN ? 3 : 0)
 #define NS_PER_MS 1000000ull
 
 static pthread_mutex_t purge_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -297,7 +297,7 @@ static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
     }
     if ((pool->flags & MK_POOL_THREADSAFE) && mki_ctx_owner(c) != mki_tid()) {
         if (!mki_page_is_chunk_exact(pg, obj) || mki_page_chunk_freed(pg, obj)) {
-            mki_slab_free_checked(pg, obj); /* reports */
+            mki_slab_free_checked(pg, obj, "mk_pool_free"); /* reports */
             return;
         }
         if (c->fast_kind == MKI_KIND_SECURE && !mki_chunk_guard_ok(pg, obj, "mk_pool_free"))
@@ -305,9 +305,9 @@ static MKI_NOINLINE void free_slow(mk_pool *pool, void *obj)
         mki_page_chunk_set_freed(pg, obj); /* before it is on the remote list */
         mki_chunk_remote_push(c, obj);
     } else if (c->fast_kind != MK_SLAB) { /* secure mode: encoded links */
-        mki_slab_free_checked(pg, obj);
+        mki_slab_free_checked(pg, obj, "mk_pool_free");
     } else {
-        mki_slab_free_fast((mki_slab *)c, pg, obj);
+        mki_slab_free_fast((mki_slab *)c, pg, obj, "mk_pool_free");
     }
 }
 
@@ -334,7 +334,7 @@ void mk_pool_free(mk_pool *pool, void *obj)
     if (MKI_LIKELY(s != NULL && mki_segment_known(obj))) {
         mki_page *pg = mki_page_of(obj);
         if (MKI_LIKELY(pg != NULL && pg->ctx == &s->base)) {
-            mki_slab_free_fast(s, pg, obj);
+            mki_slab_free_fast(s, pg, obj, "mk_pool_free");
             return;
         }
     }

@@ -50,16 +50,7 @@
  * a hash.  ThreadSanitizer's deadlock detector follows at most 64 locks
  * held by one thread, and the fork handlers hold every stripe and the
  * other layers' locks at once (bind.c): a TSan build has 16. */
-#if defined(__SANITIZE_THREAD__)
-#define STRIPE_SHIFT 60
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define STRIPE_SHIFT 60
-#endif
-#endif
-#ifndef STRIPE_SHIFT
-#define STRIPE_SHIFT 58
-#endif
+#define STRIPE_SHIFT (MKI_TSAN ? 60 : 58)
 enum { MAX_FRAMES = 64, OWN_FRAMES = 12, STRIPES = 1 << (64 - STRIPE_SHIFT),
        PATH_MAX_LEN = 200, STACK_BUCKETS = 1 << 14 };
 
