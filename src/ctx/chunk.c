@@ -393,7 +393,10 @@ static mki_page *page_for(const void *p, const char *fn)
 {
     if (MK_CONFIG_CHECK)
         return mki_page_validate(p, fn, 0);
-    mki_page *pg = mki_segment_find(p);
+    mki_page *pg = mki_general_live_small(p); /* the common case, inline */
+    if (MKI_LIKELY(pg != NULL))
+        return pg;
+    pg = mki_segment_find(p);
     if (MKI_UNLIKELY(!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)) {
         mki_error_invalid(fn, p);
         return NULL;
@@ -438,6 +441,11 @@ void *mk_realloc(void *p, size_t size)
 
 size_t mki_chunk_usable_size(const void *p, const char *fn)
 {
+    if (!MK_CONFIG_CHECK) {
+        mki_page *pg = mki_general_live_small(p);
+        if (MKI_LIKELY(pg != NULL))
+            return pg->chunk_size; /* (general.c's usable_size) */
+    }
     if (!p)
         return 0;
     mki_page *pg = page_for(p, fn);

@@ -101,6 +101,26 @@ MKI_INLINE void *mki_general_extend(mki_page *pg)
     return b;
 }
 
+/* The page of @p when @p is a live chunk of a small page of a plain
+ * GENERAL context (not secure, instrumented or profiled), else NULL: the
+ * caller then takes its validating path (chunk.c), which finds and reports
+ * everything else.  The free fast path's tests without its owner test, so
+ * any thread may ask (the position limit is read relaxed): for
+ * malloc_usable_size, mk_usable_size and realloc, which some programs call
+ * as often as malloc (Ruby asks the usable size of every block it
+ * allocates and frees). */
+MKI_INLINE mki_page *mki_general_live_small(const void *p)
+{
+    if (MKI_UNLIKELY(!mki_segment_fast(p)))
+        return NULL;
+    mki_page *pg = mki_page_of(p);
+    if (MKI_UNLIKELY(pg == NULL || pg->kind != MKI_PAGE_SMALL || pg->ctx == NULL) ||
+        MKI_UNLIKELY(pg->ctx->fast_kind != MK_GENERAL) ||
+        MKI_UNLIKELY(!mki_page_is_chunk_exact(pg, p) || mki_page_chunk_freed(pg, p)))
+        return NULL;
+    return pg;
+}
+
 /* Out of line: a chunk freed where the fast path does not apply (@pg may
  * be NULL: a pointer into a unit no page covers).  It validates @p before
  * anything else (the start of a live chunk), reports what is not, as a

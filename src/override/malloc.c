@@ -119,6 +119,23 @@ EXPORT void *realloc(void *p, size_t n)
         mki_override_free(p, "realloc");
         return NULL;
     }
+    /* the common case first: a small chunk of this thread's malloc context,
+     * kept as mk_realloc keeps it (general.c: it fits, 16-aligned, and
+     * wastes at most half or stays in its class), else moved, with no
+     * second lookup of the page */
+    mki_page *pg = MK_CONFIG_CHECK ? NULL : mki_general_live_small(p);
+    if (pg && pg->ctx == &mki_tls_fast->base) {
+        size_t old = pg->chunk_size, m = mki_class_malloc_size(n);
+        if (m <= old && ((uintptr_t)p & 15) == 0 &&
+            (m >= old / 2 || mki_class_of(m) == pg->cls))
+            return p;
+        void *q = mki_override_alloc(n);
+        if (!q)
+            return NULL;
+        memcpy(q, p, n < old ? n : old);
+        mki_override_free(p, "realloc");
+        return q;
+    }
     mk_ctx *owner = mki_chunk_ctx(p, "realloc"); /* (validated) */
     if (!owner)
         return NULL; /* reported */

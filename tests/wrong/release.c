@@ -523,6 +523,31 @@ static void case_realloc_bad(const char *arg)
     }
 }
 
+/* mk_usable_size of a freed chunk or of an interior pointer (its inline
+ * path, general.h, must leave both to the reporting one): arg
+ * "freed:SIZE" or "interior:SIZE". */
+static void case_usable_bad(const char *arg)
+{
+    char what[16] = "";
+    size_t n = 0;
+    if (sscanf(arg, "%15[^:]:%zu", what, &n) != 2)
+        _exit(5);
+    mk_ctx *c = new_general();
+    char *p = must(mk_alloc(c, n));
+    must(mk_alloc(c, n));
+    if (mk_usable_size(p) < n)
+        _exit(6);
+    if (strcmp(what, "freed") == 0) {
+        mk_free(p);
+        expect3(FREED_CHUNK, "mk_usable_size", p, "rel-general");
+        (void)mk_usable_size(launder(p));
+    } else {
+        expect3(INTERIOR, "mk_usable_size", p + 16, "rel-general");
+        (void)mk_usable_size(launder(p + 16));
+    }
+    _exit(7); /* (it aborts) */
+}
+
 /* A chunk freed after its context was reset (its page is the one the
  * reset kept, rewound): arg "KIND:SIZE". */
 static void case_after_reset(const char *arg)
@@ -866,6 +891,7 @@ static const struct {
     {"remote", case_remote},
     {"interior", case_interior},
     {"realloc-bad", case_realloc_bad},
+    {"usable-bad", case_usable_bad},
     {"after-reset", case_after_reset},
     {"overflow", case_overflow},
     {"clean", case_clean},
@@ -1032,6 +1058,11 @@ static void test_not_a_chunk(void)
     for (size_t i = 0; i < 3; i++)
         for (size_t m = 0; m < NMODES; m++)
             RX_DIES("realloc-bad", realloc_bad[i], MODES[m]);
+    static const char *const usable_bad[] = {"interior:48", "freed:48",
+                                             "freed:1000", "interior:5000"};
+    for (size_t i = 0; i < 4; i++)
+        for (size_t m = 0; m < NMODES; m++)
+            RX_DIES("usable-bad", usable_bad[i], MODES[m]);
     static const char *const reset[] = {"general:48", "slab:48",
                                         "generation:64"};
     for (size_t i = 0; i < 3; i++)
