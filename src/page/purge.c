@@ -26,12 +26,12 @@
  * path, before it touches anything (mki_purge_safe_point), never from a
  * free or under a lock.  It blocks every signal (a program's handler must
  * not run on it), sleeps on a condition variable when nothing is due,
- * exits after PURGE_THREAD_IDLE_NS with nothing to do (a quiet program is
- * single-threaded again: unshare(CLONE_NEWUSER) refuses a multi-threaded
- * caller) and is started again at the next safe point that finds work, in
- * a forked child too once that child frees pages or grows.  It also runs
- * the collect hook (mki_page_up.collect, heap/: chunks freed into heaps of exited threads)
- * when one is wanted, at most every quarter of a delay, which also wants
+ * exits after PURGE_THREAD_IDLE_NS with nothing to do and no growth (a
+ * quiet program is single-threaded again: unshare(CLONE_NEWUSER) refuses
+ * a multi-threaded caller) and is started again at the next safe point
+ * that finds work, in a forked child too once that child frees pages or
+ * grows.  It also runs the collect hook (mki_page_up.collect, heap/:
+ * chunks freed into heaps of exited threads) when one is wanted, at most every quarter of a delay, which also wants
  * a thread for a process below PURGE_THREAD_AT.  Without it (option
  * purge_thread 0, or pthread_create failing) passes run on the slow paths
  * that free pages, once due, and collects at thread exits and mk_trim.
@@ -70,6 +70,7 @@ static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER; /* one pass */
 static _Atomic size_t purged_bytes, passes;
 static _Atomic unsigned long notes; /* frees noted so far (see purge_main) */
 static _Atomic int collect_wanted;   /* run mki_page_up.collect (mki_purge_collect) */
+static _Atomic unsigned long long grew_ns; /* when memory last came from the OS */
 static unsigned long long last_collect_ns;
 
 static void cond_init(void)
@@ -171,7 +172,10 @@ static void *purge_main(void *arg)
             idle_since = last_collect_ns;
         }
         if (!atomic_load(&scheduled)) {
-            unsigned long long quit = idle_since + PURGE_THREAD_IDLE_NS;
+            /* idle: no pass due, no collect, and no growth (mki_purge_grew) */
+            unsigned long long since = idle_since,
+                               grew = atomic_load_explicit(&grew_ns, memory_order_relaxed);
+            unsigned long long quit = (grew > since ? grew : since) + PURGE_THREAD_IDLE_NS;
             if (mki_os_now_ns() >= quit && !atomic_load(&collect_wanted))
                 break;
             wait_until(quit);
@@ -275,9 +279,16 @@ void mki_purge_safe_point_slow(void)
 
 /* The OS layer's reservations grew: want a thread once they are large
  * (called where memory is taken, so that a program that only grows, then
- * frees and goes quiet, has its thread before it goes quiet). */
+ * frees and goes quiet, has its thread before it goes quiet), and keep a
+ * running thread from taking the growth for idleness: a program that
+ * grows for more than PURGE_THREAD_IDLE_NS without freeing anything, then
+ * frees it all and makes no further call, had its memory kept for good
+ * (the thread had exited, and only an allocation restarts it; found by
+ * override_trim_rss, whose 256 MiB of 4 MiB blocks took more than a second
+ * to write on a loaded machine: 64 MiB of cached mappings never went back). */
 void mki_purge_grew(void)
 {
+    atomic_store_explicit(&grew_ns, mki_os_now_ns(), memory_order_relaxed);
     want_if_large();
 }
 

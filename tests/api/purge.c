@@ -390,6 +390,55 @@ static void c_no_thread(void)
     mk_ctx_delete(ctx);
 }
 
+/* A program that grows, slowly, for most of a second after the purge
+ * thread started, pauses, then frees it all and makes no further call:
+ * its memory still goes back, because growth counts as the thread's work
+ * (mki_purge_grew).  Before, the thread exited one second after it
+ * started (nothing was due), between the last allocation (which would
+ * have started another: a safe point) and the frees (which cannot), and
+ * the 16 cached huge mappings stayed resident for good.  (Found by
+ * override_trim_rss on a loaded machine, where writing 256 MiB of 4 MiB
+ * blocks took more than a second.)  A program that pauses for more than a
+ * second after its growth still keeps its memory until its next
+ * allocation: the thread leaves a quiet program (compat/purge_thread.c). */
+static void c_slow_growth(void)
+{
+    REQUIRE(mk_option_set("purge_delay_ms", 100) == 0);
+    mk_ctx *ctx = mk_ctx_new(NULL, "slow", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(ctx);
+    pu_snap base = pu_now();
+    enum { QUICK = 10, N = 19 };
+    const size_t size = 2 * MiB; /* huge: a mapping of its own each */
+    double start = 0;
+    for (size_t i = 0; i < N; i++) {
+        void *p = mk_alloc(ctx, size);
+        REQUIRE_NOT_NULL(p);
+        pu_fill(p, size, i);
+        pu_chunks[i] = p;
+        if (i + 1 == QUICK) { /* 20 MiB: the thread has started */
+            CHECK_EQ(pu_threads_named("memkit-purge"), 1);
+            start = rs_now();
+        }
+        if (i + 1 >= QUICK)
+            rs_sleep_ms(100); /* then 9 more over 0.9 s */
+    }
+    pu_nchunks = N;
+    rs_sleep_ms(300 - (int)((rs_now() - start - 0.9) * 1000)); /* ~1.2 s */
+    pu_snap peak = pu_now();
+    pu_print("peak", &peak);
+    printf("  frees %.2f s after the thread started\n", rs_now() - start);
+    double t0 = rs_now();
+    pu_free_peak(0);
+    /* the cache keeps up to 16 of the mappings, resident, until a pass */
+    pu_limits lim = {base.f.os_committed + SLACK, 0, 0, 0};
+    pu_snap after;
+    double t = pu_wait(pu_below, &lim, t0, 3.0, &after);
+    pu_print("after", &after);
+    printf("  back after %.0f ms\n", t * 1000);
+    CHECK(t >= 0);
+    mk_ctx_delete(ctx);
+}
+
 /* ---- the cases, and the parent that runs each in a fresh process --------- */
 
 static const rs_case cases[] = {
@@ -406,6 +455,7 @@ static const rs_case cases[] = {
     {"delay_zero", c_delay_zero},
     {"thread_start", c_thread_start},
     {"no_thread", c_no_thread},
+    {"slow_growth", c_slow_growth},
 };
 
 static char out[1 << 16];
@@ -428,6 +478,7 @@ PARENT(never_until_trim)
 PARENT(delay_zero)
 PARENT(thread_start)
 PARENT(no_thread)
+PARENT(slow_growth)
 
 int main(int argc, char **argv)
 {
@@ -446,5 +497,6 @@ int main(int argc, char **argv)
     RUN(test_delay_zero);
     RUN(test_thread_start);
     RUN(test_no_thread);
+    RUN(test_slow_growth);
     return th_done();
 }
