@@ -31,8 +31,9 @@
  * a multi-threaded caller) and is started again at the next safe point
  * that finds work, in a forked child too once that child frees pages or
  * grows.  It also runs the collect hook (mki_page_up.collect, heap/:
- * chunks freed into heaps of exited threads) when one is wanted, at most every quarter of a delay, which also wants
- * a thread for a process below PURGE_THREAD_AT.  Without it (option
+ * chunks freed into heaps of exited threads) when one is wanted, at most
+ * every quarter of a delay, which also wants a thread for a process below
+ * PURGE_THREAD_AT.  Without it (option
  * purge_thread 0, or pthread_create failing) passes run on the slow paths
  * that free pages, once due, and collects at thread exits and mk_trim.
  */
