@@ -289,7 +289,12 @@ void mki_purge_safe_point_slow(void)
  * to write on a loaded machine: 64 MiB of cached mappings never went back). */
 void mki_purge_grew(void)
 {
-    atomic_store_explicit(&grew_ns, mki_os_now_ns(), memory_order_relaxed);
+    /* (only while a thread runs: one that starts counts from its start,
+     * and a small program never reads the clock here, whose page of the C
+     * library costs it 64 KiB of resident text through fault-around:
+     * programs_fixed_cost_hello) */
+    if (atomic_load_explicit(&thread_state, memory_order_relaxed) == 2)
+        atomic_store_explicit(&grew_ns, mki_os_now_ns(), memory_order_relaxed);
     want_if_large();
 }
 
