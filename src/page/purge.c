@@ -284,9 +284,10 @@ void mki_purge_safe_point_slow(void)
  * running thread from taking the growth for idleness: a program that
  * grows for more than PURGE_THREAD_IDLE_NS without freeing anything, then
  * frees it all and makes no further call, had its memory kept for good
- * (the thread had exited, and only an allocation restarts it; found by
- * override_trim_rss, whose 256 MiB of 4 MiB blocks took more than a second
- * to write on a loaded machine: 64 MiB of cached mappings never went back). */
+ * (the thread had exited, and only an allocation restarts it: api_purge
+ * slow_growth; most likely what made override_trim_rss fail once, whose
+ * 256 MiB of 4 MiB blocks took more than a second to write on a loaded
+ * machine, and whose 64 MiB of cached mappings never went back). */
 void mki_purge_grew(void)
 {
     /* (only while a thread runs: one that starts counts from its start,

@@ -396,9 +396,9 @@ static void c_no_thread(void)
  * (mki_purge_grew).  Before, the thread exited one second after it
  * started (nothing was due), between the last allocation (which would
  * have started another: a safe point) and the frees (which cannot), and
- * the 16 cached huge mappings stayed resident for good.  (Found by
- * override_trim_rss on a loaded machine, where writing 256 MiB of 4 MiB
- * blocks took more than a second.)  A program that pauses for more than a
+ * the 16 cached huge mappings stayed resident for good.  (Most likely
+ * what made override_trim_rss fail once on a loaded machine, where
+ * writing 256 MiB of 4 MiB blocks took more than a second.)  A program that pauses for more than a
  * second after its growth still keeps its memory until its next
  * allocation: the thread leaves a quiet program (compat/purge_thread.c). */
 static void c_slow_growth(void)
