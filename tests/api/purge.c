@@ -398,9 +398,10 @@ static void c_no_thread(void)
  * have started another: a safe point) and the frees (which cannot), and
  * the 16 cached huge mappings stayed resident for good.  (Most likely
  * what made override_trim_rss fail once on a loaded machine, where
- * writing 256 MiB of 4 MiB blocks took more than a second.)  A program that pauses for more than a
- * second after its growth still keeps its memory until its next
- * allocation: the thread leaves a quiet program (compat/purge_thread.c). */
+ * writing 256 MiB of 4 MiB blocks took more than a second.)  A program
+ * that pauses for more than a second after its growth still keeps its
+ * memory until its next allocation: the thread leaves a quiet program
+ * (compat/purge_thread.c). */
 static void c_slow_growth(void)
 {
     REQUIRE(mk_option_set("purge_delay_ms", 100) == 0);
@@ -423,7 +424,8 @@ static void c_slow_growth(void)
             rs_sleep_ms(100); /* then 9 more over 0.9 s */
     }
     pu_nchunks = N;
-    rs_sleep_ms(300 - (int)((rs_now() - start - 0.9) * 1000)); /* ~1.2 s */
+    int pause = 300 - (int)((rs_now() - start - 0.9) * 1000); /* to ~1.2 s */
+    rs_sleep_ms(pause > 0 ? pause : 0);
     pu_snap peak = pu_now();
     pu_print("peak", &peak);
     printf("  frees %.2f s after the thread started\n", rs_now() - start);
