@@ -388,15 +388,13 @@ void mk_free(void *p)
 
 /* The page of a live chunk handed to @fn; validated in the checking build;
  * in the release build, a pointer outside memkit's memory, or that is not
- * the start of a live chunk, is reported (NULL). */
-static mki_page *page_for(const void *p, const char *fn)
+ * the start of a live chunk, is reported (NULL).  What page_for does after
+ * its inline test (general.h) did not take @p. */
+static mki_page *page_checked(const void *p, const char *fn)
 {
     if (MK_CONFIG_CHECK)
         return mki_page_validate(p, fn, 0);
-    mki_page *pg = mki_general_live_small(p); /* the common case, inline */
-    if (MKI_LIKELY(pg != NULL))
-        return pg;
-    pg = mki_segment_find(p);
+    mki_page *pg = mki_segment_find(p);
     if (MKI_UNLIKELY(!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)) {
         mki_error_invalid(fn, p);
         return NULL;
@@ -404,6 +402,14 @@ static mki_page *page_for(const void *p, const char *fn)
     if (pg->ctx->fast_kind != MKI_KIND_SLOW && !chunk_valid(pg, p, fn, 0))
         return NULL;
     return pg;
+}
+
+/* A live small chunk of a plain GENERAL context inline (the common case),
+ * else page_checked's answer. */
+static mki_page *page_for(const void *p, const char *fn)
+{
+    mki_page *pg = MK_CONFIG_CHECK ? NULL : mki_general_live_small(p);
+    return MKI_LIKELY(pg != NULL) ? pg : page_checked(p, fn);
 }
 
 void *mk_realloc(void *p, size_t size)
@@ -441,14 +447,12 @@ void *mk_realloc(void *p, size_t size)
 
 size_t mki_chunk_usable_size(const void *p, const char *fn)
 {
-    if (!MK_CONFIG_CHECK) {
-        mki_page *pg = mki_general_live_small(p);
-        if (MKI_LIKELY(pg != NULL))
-            return pg->chunk_size; /* (general.c's usable_size) */
-    }
+    mki_page *pg = MK_CONFIG_CHECK ? NULL : mki_general_live_small(p);
+    if (MKI_LIKELY(pg != NULL))
+        return pg->chunk_size; /* (general.c's usable_size) */
     if (!p)
         return 0;
-    mki_page *pg = page_for(p, fn);
+    pg = page_checked(p, fn);
     if (!pg)
         return 0;
     return pg->ctx->ops->usable_size(pg, p);

@@ -652,13 +652,8 @@ static void *general_realloc(mki_page *pg, void *p, size_t size)
     /* a chunk of an 8-aligned class cannot stay for a size that mk_alloc
      * would align to 16 */
     size_t align = (size <= 8 || (size > 16 && size <= 24)) ? 8 : 16;
-    if (size <= old && ((uintptr_t)p & (align - 1)) == 0) {
-        /* keep it unless that would waste more than half */
-        if (size >= old / 2 ||
-            (pg->kind == MKI_PAGE_SMALL && size <= MKI_SMALL_MAX &&
-             mki_class_of(size) == pg->cls))
-            return p;
-    }
+    if (mki_general_keeps(pg, p, old, size, align))
+        return p;
     void *q = mk_alloc(pg->ctx, size);
     if (!q)
         return NULL;

@@ -121,6 +121,18 @@ MKI_INLINE mki_page *mki_general_live_small(const void *p)
     return pg;
 }
 
+/* Does a realloc of chunk @p (@old usable bytes, page @pg) to @size bytes
+ * aligned to @align keep it where it is?  When it fits and is so aligned,
+ * unless that would waste more than half of it outside its class (the one
+ * rule of mk_realloc, general.c, and of realloc's inline path). */
+MKI_INLINE int mki_general_keeps(const mki_page *pg, const void *p, size_t old,
+                                 size_t size, size_t align)
+{
+    return size <= old && ((uintptr_t)p & (align - 1)) == 0 &&
+           (size >= old / 2 || (pg->kind == MKI_PAGE_SMALL && size <= MKI_SMALL_MAX &&
+                                mki_class_of(size) == pg->cls));
+}
+
 /* Out of line: a chunk freed where the fast path does not apply (@pg may
  * be NULL: a pointer into a unit no page covers).  It validates @p before
  * anything else (the start of a live chunk), reports what is not, as a

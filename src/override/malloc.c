@@ -111,6 +111,18 @@ static void *realloc_moved(mk_ctx *c, void *p, size_t n)
     return q;
 }
 
+/* realloc into a new chunk of @n bytes of the thread's malloc context:
+ * @p's @old usable bytes (at most @n) copied, @p freed. */
+static void *realloc_to_heap(void *p, size_t n, size_t old)
+{
+    void *q = mki_override_alloc(n);
+    if (!q)
+        return NULL;
+    memcpy(q, p, n < old ? n : old);
+    mki_override_free(p, "realloc");
+    return q;
+}
+
 EXPORT void *realloc(void *p, size_t n)
 {
     if (!p)
@@ -119,24 +131,16 @@ EXPORT void *realloc(void *p, size_t n)
         mki_override_free(p, "realloc");
         return NULL;
     }
-    /* the common case first: a small chunk of this thread's malloc context,
-     * kept as mk_realloc keeps it (general.c: it fits, 16-aligned, and
-     * wastes at most half or stays in its class), else moved, with no
-     * second lookup of the page */
+    /* the common case first: a live small chunk of a plain GENERAL
+     * context (general.h), and of this thread's malloc context: kept by
+     * mk_realloc's rule, 16-aligned, else moved, with no second lookup */
     mki_page *pg = MK_CONFIG_CHECK ? NULL : mki_general_live_small(p);
     if (pg && pg->ctx == &mki_tls_fast->base) {
-        size_t old = pg->chunk_size, m = mki_class_malloc_size(n);
-        if (m <= old && ((uintptr_t)p & 15) == 0 &&
-            (m >= old / 2 || mki_class_of(m) == pg->cls))
+        if (mki_general_keeps(pg, p, pg->chunk_size, mki_class_malloc_size(n), 16))
             return p;
-        void *q = mki_override_alloc(n);
-        if (!q)
-            return NULL;
-        memcpy(q, p, n < old ? n : old);
-        mki_override_free(p, "realloc");
-        return q;
+        return realloc_to_heap(p, n, pg->chunk_size);
     }
-    mk_ctx *owner = mki_chunk_ctx(p, "realloc"); /* (validated) */
+    mk_ctx *owner = pg ? pg->ctx : mki_chunk_ctx(p, "realloc"); /* (validated) */
     if (!owner)
         return NULL; /* reported */
     /* the owner: mk_realloc (the chunk stays in its context), asking
@@ -158,12 +162,7 @@ EXPORT void *realloc(void *p, size_t n)
     size_t old = mk_usable_size(p);
     if (n <= old && n >= old / 2 && ((uintptr_t)p & 15) == 0)
         return p;
-    void *q = mki_override_alloc(n);
-    if (!q)
-        return NULL;
-    memcpy(q, p, n < old ? n : old);
-    mki_override_free(p, "realloc");
-    return q;
+    return realloc_to_heap(p, n, old);
 }
 
 EXPORT void *reallocarray(void *p, size_t n, size_t size)

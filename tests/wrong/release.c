@@ -499,15 +499,24 @@ static void case_interior(const char *arg)
 
 /* realloc of an interior pointer ("interior:SIZE") or of a freed chunk
  * ("freed:SIZE"), GENERAL. */
+/* The bad-pointer cases' chunk: arg "WHAT:SIZE" gives @what and *@n; a
+ * chunk of SIZE bytes of a new GENERAL context, and a neighbour that keeps
+ * its page when it is freed. */
+static char *bad_case_chunk(const char *arg, char what[16], size_t *n)
+{
+    if (sscanf(arg, "%15[^:]:%zu", what, n) != 2)
+        _exit(5);
+    mk_ctx *c = new_general();
+    char *p = must(mk_alloc(c, *n));
+    must(mk_alloc(c, *n));
+    return p;
+}
+
 static void case_realloc_bad(const char *arg)
 {
     char what[16] = "";
     size_t n = 0;
-    if (sscanf(arg, "%15[^:]:%zu", what, &n) != 2)
-        _exit(5);
-    mk_ctx *c = new_general();
-    char *p = must(mk_alloc(c, n));
-    must(mk_alloc(c, n));
+    char *p = bad_case_chunk(arg, what, &n);
     if (strcmp(what, "freed") == 0) {
         mk_free(p);
         if (n > 32768) /* a large chunk's page went back with it */
@@ -530,11 +539,7 @@ static void case_usable_bad(const char *arg)
 {
     char what[16] = "";
     size_t n = 0;
-    if (sscanf(arg, "%15[^:]:%zu", what, &n) != 2)
-        _exit(5);
-    mk_ctx *c = new_general();
-    char *p = must(mk_alloc(c, n));
-    must(mk_alloc(c, n));
+    char *p = bad_case_chunk(arg, what, &n);
     if (mk_usable_size(p) < n)
         _exit(6);
     if (strcmp(what, "freed") == 0) {
