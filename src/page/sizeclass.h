@@ -46,7 +46,8 @@ MKI_INLINE unsigned mki_class_of(size_t n)
 }
 
 /* Units (a power of two) of a context's next page for class @cls, after
- * its page of @after units ran out (0: its first page of the class). */
+ * its page of @after units ran out (0: its first page of the class), in a
+ * context that holds @held bytes of small pages. */
 uint32_t mki_class_page_units(unsigned cls, uint32_t after, size_t held);
 
 #pragma GCC visibility pop

@@ -212,10 +212,13 @@ static void test_page_units(void)
     CHECK_EQ(mki_class_page_units(0, 0, 0), 1u);
     CHECK_EQ(mki_class_page_units(mki_class_of(64), 0, 0), 1u);
     CHECK_EQ(mki_class_page_units(mki_class_of(64), 1, 0), 2u);
-    /* a page is at least a 64th of the small pages the context holds */
+    /* a page of a class up to 1 KiB is at least a 64th of the small pages
+     * the context holds; above 1 KiB, a class's pages follow its own use */
     CHECK_EQ(mki_class_page_units(mki_class_of(64), 0, 1 << 20), 16u);
     for (unsigned c = 0; c < MKI_NCLASS; c++)
-        CHECK_EQ(mki_class_page_units(c, 0, (size_t)4 << 20), MKI_PAGE_MAX_UNITS);
+        CHECK_EQ(mki_class_page_units(c, 0, (size_t)4 << 20),
+                 c < MKI_NCLASS_DIRECT ? MKI_PAGE_MAX_UNITS : mki_class_page_units(c, 0, 0));
+    CHECK(mki_class_page_units(mki_class_of(2048), 0, (size_t)4 << 20) < MKI_PAGE_MAX_UNITS);
 }
 
 int main(void)
