@@ -52,7 +52,9 @@ typedef struct cached {
 static pthread_mutex_t huge_lock = PTHREAD_MUTEX_INITIALIZER;
 static cached cache[CACHE_SLOTS];
 static unsigned ncached;
-static size_t cached_bytes; /* committed bytes of the cached mappings */
+/* committed bytes of the cached mappings: written under the lock, read
+ * without it too (mki_huge_use) */
+static _Atomic size_t cached_bytes;
 static _Atomic size_t live_count, live_committed;
 /* The most the live huge chunks have held at once (committed bytes): the
  * cache holds at most what the live chunks have given up since, so that
@@ -112,7 +114,7 @@ static mki_page *header_set(mki_segment *s, size_t total, size_t committed,
 static mki_segment *cache_take(unsigned i)
 {
     mki_segment *s = cache[i].seg;
-    cached_bytes -= s->huge_committed;
+    UNCOUNT(cached_bytes, s->huge_committed);
     cache[i] = cache[--ncached];
     return s;
 }
@@ -182,7 +184,7 @@ static void live_grew(size_t bytes)
     unsigned n = 0;
     mki_os_lock(&huge_lock);
     size_t bound = cache_bound();
-    while (ncached > 0 && cached_bytes > bound)
+    while (ncached > 0 && atomic_load_explicit(&cached_bytes, memory_order_relaxed) > bound)
         over[n++] = cache_take_oldest();
     mki_os_unlock(&huge_lock);
     unmap_all(over, n);
@@ -219,7 +221,8 @@ static unsigned cache_put(mki_segment *s, mki_segment **out)
     }
     size_t bound = cache_bound();
     while (ncached > 0 && (ncached == CACHE_SLOTS ||
-                           cached_bytes + s->huge_committed > bound))
+                           atomic_load_explicit(&cached_bytes, memory_order_relaxed) +
+                                   s->huge_committed > bound))
         out[n++] = cache_take_oldest();
     if (s->huge_committed > bound) {
         out[n++] = s;
@@ -228,7 +231,7 @@ static unsigned cache_put(mki_segment *s, mki_segment **out)
     cache[ncached].seg = s;
     cache[ncached].since_ns = mki_os_now_ns();
     ncached++;
-    cached_bytes += s->huge_committed;
+    COUNT(cached_bytes, s->huge_committed);
     return n;
 }
 
@@ -334,6 +337,7 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
             mki_page *pg = header_set(s, s->size, s->huge_committed, off, body);
             COUNT(live_count, 1);
             live_grew(s->huge_committed);
+            mki_purge_used(0);
             return pg; /* reused: not zero, no MKI_PF_FRESH */
         }
     }
@@ -363,6 +367,7 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
     mki_purge_grew();
     COUNT(live_count, 1);
     live_grew(committed);
+    mki_purge_used(1);
     return pg;
 }
 
@@ -511,13 +516,17 @@ size_t mki_huge_purge(int force, int unmap_all_due,
     return total;
 }
 
+void mki_huge_use(size_t *live_bytes, size_t *cache_bytes)
+{
+    *live_bytes = atomic_load_explicit(&live_committed, memory_order_relaxed);
+    /* (without the lock: a stale figure only shifts one decision) */
+    *cache_bytes = atomic_load_explicit(&cached_bytes, memory_order_relaxed);
+}
+
 void mki_huge_figures(size_t *count, size_t *live_bytes, size_t *cache_bytes)
 {
     *count = atomic_load_explicit(&live_count, memory_order_relaxed);
-    *live_bytes = atomic_load_explicit(&live_committed, memory_order_relaxed);
-    mki_os_lock(&huge_lock);
-    *cache_bytes = cached_bytes;
-    mki_os_unlock(&huge_lock);
+    mki_huge_use(live_bytes, cache_bytes);
 }
 
 void mki_huge_fork(int phase)

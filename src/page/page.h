@@ -67,6 +67,10 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
                          unsigned long long delay_ns, int *pending,
                          unsigned long long *next_due);
 size_t mki_segment_count(void);
+/* Decommit (with @how) free units of the normal segments that are still
+ * committed, whole OS pages, about @bytes of them whatever their age (the
+ * purge policy's shed, purge.c); returns the bytes given back. */
+size_t mki_segment_shed(size_t bytes, int how);
 /* Pages cut from segments since the process started (a test's measure of
  * page traffic). */
 size_t mki_segment_cuts(void);
@@ -80,6 +84,9 @@ typedef struct mki_malloc_figures {
     size_t used_bytes;    /* page_bytes + huge_bytes */
 } mki_malloc_figures;
 void mki_segment_figures(mki_malloc_figures *f);
+/* Bytes of the normal segments in use (pages handed out, headers), and
+ * of their free units still committed; relaxed, thread-safe. */
+void mki_segment_use(size_t *live, size_t *slack);
 void mki_segment_fork(int phase); /* as mki_meta_fork */
 /* Checking build: is @p inside a segment memkit holds?  Thread-safe. */
 int mki_segment_owns(const void *p);
@@ -102,6 +109,9 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size);
  * mapping will be due later.  Returns the bytes purged. */
 size_t mki_huge_purge(int force, int unmap_due, unsigned long long delay_ns,
                       int *pending, unsigned long long *next_due);
+/* Committed bytes of the live huge chunks and of the cached mappings,
+ * without the cache's lock (relaxed). */
+void mki_huge_use(size_t *live_bytes, size_t *cache_bytes);
 void mki_huge_figures(size_t *count, size_t *live_bytes, size_t *cache_bytes);
 void mki_huge_fork(int phase); /* as mki_meta_fork */
 

@@ -306,6 +306,63 @@ static void want_if_large(void)
         atomic_store_explicit(&mki_purge_want, 1, memory_order_relaxed);
 }
 
+/* ---- the peak rule -----------------------------------------------------------
+ * Memory kept committed while free (free units of segments, cached huge
+ * mappings: slack) saves a page fault when it is used again, but should
+ * not raise the process's peak: when the segments or a huge chunk take
+ * fresh memory from the OS, what memkit holds (in use + slack) may pass
+ * the most it ever had in use (pages, segment headers, live huge chunks:
+ * use_peak) by a margin only (1 MiB, or a 64th of the peak), and the free
+ * units beyond go back at once, whatever their age.  Only when what memkit
+ * holds reaches a new high: units given back and used again are not (larson
+ * with 4 threads, whose pages come and go, ran 26% slower when every fresh
+ * commit could shed, and be shed again).  The cached huge
+ * mappings count, but keep their own bound (huge.c): shed first, they made
+ * W8's loop of 64 KiB - 32 MiB blocks 17% slower for 0.5 MiB.  Without
+ * the rule a program whose new blocks do not fit the holes its freed ones
+ * left grew by the holes until the delay: Python (W7) held 4.6 MiB of free
+ * units at its peak, and peaked at 68.4 MiB against glibc's 67.5 (67.5
+ * with it). */
+#define PEAK_MARGIN_MIN ((size_t)1 << 20)
+static _Atomic size_t use_peak;  /* the most in use */
+static _Atomic size_t held_high; /* the most held (in use + slack) */
+
+void mki_purge_used(int fresh)
+{
+    size_t seg_live, seg_slack, huge_live, huge_cached;
+    mki_segment_use(&seg_live, &seg_slack);
+    mki_huge_use(&huge_live, &huge_cached);
+    size_t use = seg_live + huge_live;
+    size_t peak = atomic_load_explicit(&use_peak, memory_order_relaxed);
+    while (use > peak &&
+           !atomic_compare_exchange_weak_explicit(&use_peak, &peak, use,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+    if (use > peak)
+        peak = use;
+    size_t slack = seg_slack + huge_cached, held = use + slack;
+    if (!fresh || held <= atomic_load_explicit(&held_high, memory_order_relaxed) ||
+        !policy_active())
+        return; /* (memory used again after a shed is not a new high) */
+    size_t margin = peak / 64 > PEAK_MARGIN_MIN ? peak / 64 : PEAK_MARGIN_MIN;
+    size_t room = peak - use + margin;
+    if (slack > room && mki_os_trylock(&pass_lock) == 0) {
+        long mode = mki_option(MKI_OPT_PURGE);
+        size_t b = mki_segment_shed(slack - room, mode == MKI_PURGE_FREE ? MKI_OS_FREE
+                                                                        : MKI_OS_DONTNEED);
+        mki_os_unlock(&pass_lock);
+        atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
+        held -= b < held ? b : held;
+    }
+    size_t high = atomic_load_explicit(&held_high, memory_order_relaxed);
+    while (held > high &&
+           !atomic_compare_exchange_weak_explicit(&held_high, &high, held,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+}
+
 /* ---- scheduling ------------------------------------------------------------ */
 
 void mki_purge_note(void)

@@ -32,6 +32,9 @@ void mki_purge_fork(int phase); /* as mki_meta_fork */
  * (the next thread exit or mk_trim will collect; one is wanted for the
  * next safe point).  Cheap when a run is already wanted. */
 int mki_purge_collect(void);
+/* A page or huge chunk was handed out (@fresh: with memory new from the
+ * OS): the peak rule (purge.c).  Call it with no lock held. */
+void mki_purge_used(int fresh);
 /* memkit took more address space from the OS (cheap: a flag). */
 void mki_purge_grew(void);
 /* mk_option_set changed the purge mode or delay: wake the thread. */

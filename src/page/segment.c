@@ -38,6 +38,7 @@ static _Atomic size_t segment_count;
 /* Figures for mallinfo2 and MEMKIT_STATS (relaxed; exact when quiet). */
 static _Atomic size_t seg_committed; /* committed bytes of normal segments */
 static _Atomic size_t units_out;     /* units handed out as pages */
+static _Atomic size_t normal_count;  /* normal segments held */
 static _Atomic size_t page_cuts;     /* pages cut */
 
 #define COUNT(var, delta) \
@@ -408,6 +409,7 @@ static mki_segment *segment_new(void)
         return NULL;
     }
     atomic_fetch_add_explicit(&segment_count, 1, memory_order_relaxed);
+    COUNT(normal_count, 1);
     COUNT(seg_committed, header);
     mki_purge_grew();
     return s;
@@ -421,6 +423,7 @@ static void segment_release(mki_segment *s, int locked)
         mki_os_lock(&arena_lock);
     registry_put((uintptr_t)s, 0, NULL);
     atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
+    UNCOUNT(normal_count, 1);
     size_t committed = committed_units_bytes(s);
     UNCOUNT(seg_committed, committed);
     segment_unreserve(s, committed);
@@ -445,7 +448,7 @@ static unsigned next_bit(const uint64_t *bits, unsigned u, unsigned end, int on)
 }
 
 /* Commit the not-yet-committed units of [first, first+n); 0 or -1. */
-static int commit_units(mki_segment *s, unsigned first, unsigned n)
+static int commit_units(mki_segment *s, unsigned first, unsigned n, size_t *fresh)
 {
     unsigned end = first + n;
     for (unsigned u = next_bit(s->committed, first, end, 0); u < end;) {
@@ -455,6 +458,7 @@ static int commit_units(mki_segment *s, unsigned first, unsigned n)
             return -1; /* units committed so far stay committed: counted */
         bits_set(s->committed, u, v - u, 1);
         COUNT(seg_committed, (size_t)(v - u) * MKI_UNIT);
+        *fresh += (size_t)(v - u) * MKI_UNIT;
         u = next_bit(s->committed, v, end, 0);
     }
     return 0;
@@ -522,20 +526,21 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
         for (s = empty_list; s; s = s->next)
             if ((at = find_run(s, units)) >= 0)
                 break;
-    int fresh = 0;
+    int fresh_segment = 0;
     if (at < 0) {
         s = segment_new();
         if (!s)
             goto fail;
-        fresh = 1;
+        fresh_segment = 1;
         at = find_run(s, units);
     }
-    if (commit_units(s, (unsigned)at, ncommit < units ? ncommit : units) != 0) {
-        if (fresh)
+    size_t fresh = 0;
+    if (commit_units(s, (unsigned)at, ncommit < units ? ncommit : units, &fresh) != 0) {
+        if (fresh_segment)
             segment_release(s, 1);
         goto fail;
     }
-    if (!fresh)
+    if (!fresh_segment)
         list_remove(list_of(s), s);
     bits_set(s->used, (unsigned)at, units, 1);
     bits_set(s->aged, (unsigned)at, units, 0); /* its free time starts over */
@@ -545,6 +550,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     list_push(list_of(s), s);
     map_fill(s->map + at, units, pg);
     mki_os_unlock(&arena_lock);
+    mki_purge_used(fresh != 0 || fresh_segment);
 
     pg->unit = (uint32_t)at;
     pg->units = units;
@@ -643,7 +649,8 @@ int mki_segment_page_grow(mki_page *pg, size_t bytes)
         return -1;
     }
     /* the units past the old body may never have been committed */
-    if (commit_units(s, pg->unit, (unsigned)need) != 0) {
+    size_t fresh = 0;
+    if (commit_units(s, pg->unit, (unsigned)need, &fresh) != 0) {
         mki_os_unlock(&arena_lock);
         return -1;
     }
@@ -661,6 +668,7 @@ int mki_segment_page_grow(mki_page *pg, size_t bytes)
     }
     mki_os_unlock(&arena_lock);
     pg->end = pg->start + body;
+    mki_purge_used(fresh != 0);
     return 0;
 }
 
@@ -744,8 +752,32 @@ static uint64_t whole_pages(uint64_t x)
  * to purge later, and lowers *@next_due to when they will be due. */
 static int collect_runs(mki_segment *s, int force, unsigned long long now,
                         unsigned long long delay_ns, purge_run *runs,
-                        unsigned *nr, unsigned long long *next_due)
+                        unsigned *nr, unsigned long long *next_due,
+                        size_t *budget)
 {
+    if (budget) { /* a shed (mki_segment_shed): any free run, aged kept */
+        int took = 0;
+        for (unsigned w = 0; w < MKI_BITMAP_WORDS && *budget && *nr < MAX_RUNS; w++) {
+            uint64_t idle = whole_pages(~s->used[w] & s->committed[w]);
+            while (idle && *budget && *nr < MAX_RUNS) {
+                unsigned b = (unsigned)__builtin_ctzll(idle);
+                uint64_t ones = idle >> b; /* its run: the trailing ones */
+                unsigned len = ones == ~0ull ? 64 : (unsigned)__builtin_ctzll(~ones);
+                if (!took)
+                    list_remove(list_of(s), s);
+                took = 1;
+                runs[(*nr)++] = (purge_run){s, w * 64 + b, len};
+                bits_set(s->used, w * 64 + b, len, 1);
+                s->free_units -= len;
+                size_t bytes = (size_t)len * MKI_UNIT;
+                *budget -= bytes < *budget ? bytes : *budget;
+                idle &= ~(len == 64 ? ~0ull : ((1ull << len) - 1) << b);
+            }
+        }
+        if (took)
+            list_push(list_of(s), s);
+        return 0;
+    }
     int later = 0, took = 0;
     int quiet = force || now - s->freed_ns >= delay_ns;
     unsigned start = 0, len = 0; /* the run being built */
@@ -802,9 +834,9 @@ static int has_committed_data(const mki_segment *s)
     return committed_units_bytes(s) > MKI_SEG_HEADER_UNITS * MKI_UNIT;
 }
 
-size_t mki_segment_purge(int force, int how, int unmap_empty,
-                         unsigned long long delay_ns, int *pending,
-                         unsigned long long *next_due)
+static size_t purge(int force, int how, int unmap_empty,
+                    unsigned long long delay_ns, int *pending,
+                    unsigned long long *next_due, size_t *budget)
 {
     static purge_run runs[MAX_RUNS]; /* one pass at a time (purge.c) */
     static mki_segment *drop[MAX_RUNS];
@@ -812,7 +844,7 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
     size_t total = 0;
     unsigned long long now = mki_os_now_ns();
     mki_os_lock(&arena_lock);
-    for (mki_segment *s = empty_list, *next; s; s = next) {
+    for (mki_segment *s = budget ? NULL : empty_list, *next; s; s = next) {
         next = s->next;
         int due = force || now - s->empty_since_ns >= delay_ns;
         if (!unmap_empty && !has_committed_data(s) && kept < KEEP_EMPTY) {
@@ -834,7 +866,7 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
         for (mki_segment *s = l ? full_list : avail_list, *next; s; s = next) {
             next = s->next;
             *pending |= collect_runs(s, force, now, delay_ns, runs, &nr,
-                                     next_due);
+                                     next_due, budget);
         }
     mki_os_unlock(&arena_lock);
 
@@ -919,12 +951,36 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
     return total;
 }
 
+size_t mki_segment_purge(int force, int how, int unmap_empty,
+                         unsigned long long delay_ns, int *pending,
+                         unsigned long long *next_due)
+{
+    return purge(force, how, unmap_empty, delay_ns, pending, next_due, NULL);
+}
+
+size_t mki_segment_shed(size_t bytes, int how)
+{
+    int pending = 0;
+    unsigned long long due = ~0ull;
+    return purge(0, how, 0, 0, &pending, &due, &bytes);
+}
+
 void mki_segment_fork(int phase)
 {
     if (phase == 0)
         pthread_mutex_lock(&arena_lock);
     else
         pthread_mutex_unlock(&arena_lock);
+}
+
+void mki_segment_use(size_t *live, size_t *slack)
+{
+    size_t committed = atomic_load_explicit(&seg_committed, memory_order_relaxed);
+    size_t held = atomic_load_explicit(&units_out, memory_order_relaxed) * MKI_UNIT +
+                  atomic_load_explicit(&normal_count, memory_order_relaxed) *
+                      (MKI_SEG_HEADER_UNITS * MKI_UNIT);
+    *live = held;
+    *slack = committed > held ? committed - held : 0;
 }
 
 void mki_segment_figures(mki_malloc_figures *f)

@@ -441,6 +441,54 @@ static void c_slow_growth(void)
     mk_ctx_delete(ctx);
 }
 
+/* ---- the peak rule: free memory may not raise the peak ----------------------
+ * 32 MiB of large chunks (120 KiB: a run of 128 units, in the checking
+ * build too), every other one freed (16 MiB of holes, committed, far from
+ * the delay of a minute), then 16 MiB of chunks twice as large, which no
+ * hole holds: they take fresh memory.  With the policy on, what memkit
+ * holds stays within its peak use (32 MiB) and the rule's margin (1 MiB):
+ * the holes go back as the new chunks come.  Mode off keeps them all (the
+ * control: the scenario does leave 16 MiB of slack). */
+static void peak_holes(long mode, int off)
+{
+    REQUIRE(mk_option_set("purge", mode) == 0);
+    REQUIRE(mk_option_set("purge_delay_ms", 60000) == 0);
+    mk_ctx *ctx = mk_ctx_new(NULL, "holes", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(ctx);
+    pu_snap base = pu_now();
+    enum { N = 256, M = 64 };
+    const size_t a = (size_t)120 << 10, b = (size_t)248 << 10;
+    static void *big[M];
+    for (size_t i = 0; i < N; i++) {
+        pu_chunks[i] = mk_alloc(ctx, a);
+        REQUIRE_NOT_NULL(pu_chunks[i]);
+        pu_fill(pu_chunks[i], a, i);
+    }
+    for (size_t i = 0; i < N; i += 2)
+        mk_free(pu_chunks[i]);
+    for (size_t i = 0; i < M; i++) {
+        big[i] = mk_alloc(ctx, b);
+        REQUIRE_NOT_NULL(big[i]);
+        pu_fill(big[i], b, N + i);
+    }
+    pu_snap now = pu_now();
+    pu_print("after", &now);
+    size_t grew = now.f.os_committed - base.f.os_committed;
+    printf("  committed %zu KiB over the start (the chunks: 32 MiB)\n", grew >> 10);
+    if (off)
+        CHECK(grew >= 40 * MiB); /* 46 here: the holes stay */
+    else
+        CHECK(grew <= 33 * MiB + SLACK);
+    for (size_t i = 1; i < N; i += 2)
+        CHECK(pu_intact(pu_chunks[i], a, i));
+    for (size_t i = 0; i < M; i++)
+        CHECK(pu_intact(big[i], b, N + i));
+    mk_ctx_delete(ctx);
+}
+
+static void c_peak_holes(void) { peak_holes(1, 0); }     /* dontneed */
+static void c_peak_holes_off(void) { peak_holes(0, 1); } /* off */
+
 /* ---- the cases, and the parent that runs each in a fresh process --------- */
 
 static const rs_case cases[] = {
@@ -458,6 +506,8 @@ static const rs_case cases[] = {
     {"thread_start", c_thread_start},
     {"no_thread", c_no_thread},
     {"slow_growth", c_slow_growth},
+    {"peak_holes", c_peak_holes},
+    {"peak_holes_off", c_peak_holes_off},
 };
 
 static char out[1 << 16];
@@ -481,6 +531,8 @@ PARENT(delay_zero)
 PARENT(thread_start)
 PARENT(no_thread)
 PARENT(slow_growth)
+PARENT(peak_holes)
+PARENT(peak_holes_off)
 
 int main(int argc, char **argv)
 {
@@ -500,5 +552,7 @@ int main(int argc, char **argv)
     RUN(test_thread_start);
     RUN(test_no_thread);
     RUN(test_slow_growth);
+    RUN(test_peak_holes);
+    RUN(test_peak_holes_off);
     return th_done();
 }
