@@ -749,37 +749,16 @@ static uint64_t whole_pages(uint64_t x)
  * the last pass too (`aged`: a busy segment's long-free units).  A run
  * spans bitmap words (one system call per free run, not per word); its
  * units are marked used until the purge is done.  Returns 1 if units stay
- * to purge later, and lowers *@next_due to when they will be due. */
+ * to purge later, and lowers *@next_due to when they will be due.  With
+ * @budget (a shed, mki_segment_shed): any free units, whole words of them
+ * until *@budget bytes are taken, `aged` left as it was. */
 static int collect_runs(mki_segment *s, int force, unsigned long long now,
                         unsigned long long delay_ns, purge_run *runs,
                         unsigned *nr, unsigned long long *next_due,
                         size_t *budget)
 {
-    if (budget) { /* a shed (mki_segment_shed): any free run, aged kept */
-        int took = 0;
-        for (unsigned w = 0; w < MKI_BITMAP_WORDS && *budget && *nr < MAX_RUNS; w++) {
-            uint64_t idle = whole_pages(~s->used[w] & s->committed[w]);
-            while (idle && *budget && *nr < MAX_RUNS) {
-                unsigned b = (unsigned)__builtin_ctzll(idle);
-                uint64_t ones = idle >> b; /* its run: the trailing ones */
-                unsigned len = ones == ~0ull ? 64 : (unsigned)__builtin_ctzll(~ones);
-                if (!took)
-                    list_remove(list_of(s), s);
-                took = 1;
-                runs[(*nr)++] = (purge_run){s, w * 64 + b, len};
-                bits_set(s->used, w * 64 + b, len, 1);
-                s->free_units -= len;
-                size_t bytes = (size_t)len * MKI_UNIT;
-                *budget -= bytes < *budget ? bytes : *budget;
-                idle &= ~(len == 64 ? ~0ull : ((1ull << len) - 1) << b);
-            }
-        }
-        if (took)
-            list_push(list_of(s), s);
-        return 0;
-    }
     int later = 0, took = 0;
-    int quiet = force || now - s->freed_ns >= delay_ns;
+    int quiet = budget || force || now - s->freed_ns >= delay_ns;
     unsigned start = 0, len = 0; /* the run being built */
     for (unsigned w = 0; w <= MKI_BITMAP_WORDS; w++) {
         uint64_t cand = 0;
@@ -787,10 +766,15 @@ static int collect_runs(mki_segment *s, int force, unsigned long long now,
             /* only whole OS pages can go back: the rest is not counted */
             uint64_t idle = whole_pages(~s->used[w] & s->committed[w]);
             cand = quiet ? idle : idle & s->aged[w];
-            if (*nr >= MAX_RUNS)
+            if (*nr >= MAX_RUNS || (budget && !*budget))
                 cand = 0;
-            s->aged[w] = idle & ~cand;
-            later |= s->aged[w] != 0;
+            if (budget) { /* a shed: any free unit, and `aged` as it was */
+                size_t bytes = (size_t)__builtin_popcountll(cand) * MKI_UNIT;
+                *budget -= bytes < *budget ? bytes : *budget;
+            } else {
+                s->aged[w] = idle & ~cand;
+                later |= s->aged[w] != 0;
+            }
         }
         for (unsigned b = 0; b < 64; b++) {
             int in = w < MKI_BITMAP_WORDS && ((cand >> b) & 1);
@@ -809,7 +793,7 @@ static int collect_runs(mki_segment *s, int force, unsigned long long now,
                 runs[(*nr)++] = (purge_run){s, start, len};
                 bits_set(s->used, start, len, 1);
                 s->free_units -= len;
-            } else {
+            } else if (!budget) {
                 later = 1; /* no room in this pass: the next one */
                 bits_set(s->aged, start, len, 1);
             }
