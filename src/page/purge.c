@@ -321,7 +321,7 @@ static void want_if_large(void)
  * W8's loop of 64 KiB - 32 MiB blocks 17% slower for 0.5 MiB.  Without
  * the rule a program whose new blocks do not fit the holes its freed ones
  * left grew by the holes until the delay: Python (W7) held 4.6 MiB of free
- * units at its peak, and peaked at 68.4 MiB against glibc's 67.5 (67.5
+ * units at its peak, and peaked at 68.4 MiB against glibc's 67.5 (66.3
  * with it). */
 #define PEAK_MARGIN_MIN ((size_t)1 << 20)
 static _Atomic size_t use_peak;  /* the most in use */

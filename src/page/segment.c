@@ -846,8 +846,11 @@ static size_t purge(int force, int how, int unmap_empty,
                 *next_due = when;
         }
     }
-    for (int l = 0; l < 2; l++)
-        for (mki_segment *s = l ? full_list : avail_list, *next; s; s = next) {
+    /* (a shed takes the empty segments' free units too, after the others:
+     * those it takes move to avail_list, already walked) */
+    for (int l = 0; l < (budget ? 3 : 2); l++)
+        for (mki_segment *s = l == 2 ? empty_list : l ? full_list : avail_list, *next;
+             s; s = next) {
             next = s->next;
             *pending |= collect_runs(s, force, now, delay_ns, runs, &nr,
                                      next_due, budget);
