@@ -261,5 +261,15 @@ mki_page *mki_ctx_chunk_page(mk_ctx *ctx, size_t size, size_t align)
         errno = ENOMEM;
         return NULL;
     }
+    /* Its second word must not hold a double-free key that a small chunk
+     * left in this memory before (page.h): a realloc copies the first
+     * bytes of a chunk, written by the program or not, into a small chunk,
+     * whose free would then take it for freed when the old key is the new
+     * page's (descriptors are reused).  ctx_fuzz found it: a 0-byte chunk
+     * aligned to 4 KiB (a large page), reallocated to 236 bytes, was "a
+     * freed chunk".  Fresh mappings are zero; instrumented contexts check
+     * chunks by their bitmap, not the key. */
+    if (pg && !(pg->flags & MKI_PF_FRESH) && ctx->fast_kind != MKI_KIND_SLOW)
+        mki_page_chunk_set_live(pg->start);
     return pg;
 }
