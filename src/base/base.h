@@ -27,6 +27,18 @@
 #define MKI_INLINE static inline __attribute__((always_inline))
 #define MKI_COLD __attribute__((cold, noinline))
 
+/* Raise the peak *@a to @v if @v is above it (relaxed: a figure, not a
+ * lock); returns the peak, @v included. */
+MKI_INLINE size_t mki_atomic_max(_Atomic size_t *a, size_t v)
+{
+    size_t cur = atomic_load_explicit(a, memory_order_relaxed);
+    while (v > cur &&
+           !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+    return v > cur ? v : cur;
+}
+
 /* A ThreadSanitizer build (gcc says __SANITIZE_THREAD__, clang
  * __has_feature): 1 or 0.  (annotate.h has MKI_ASAN.) */
 #if defined(__SANITIZE_THREAD__)

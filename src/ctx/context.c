@@ -266,9 +266,10 @@ mki_page *mki_ctx_chunk_page(mk_ctx *ctx, size_t size, size_t align)
      * bytes of a chunk, written by the program or not, into a small chunk,
      * whose free would then take it for freed when the old key is the new
      * page's (descriptors are reused).  ctx_fuzz found it: a 0-byte chunk
-     * aligned to 4 KiB (a large page), reallocated to 236 bytes, was "a
-     * freed chunk".  Fresh mappings are zero; instrumented contexts check
-     * chunks by their bitmap, not the key. */
+     * aligned to 64 KiB (a large page), reallocated to 236 bytes, was "a
+     * freed chunk" (api_alloc realloc_unwritten_large).  Fresh mappings
+     * are zero; instrumented contexts check chunks by their bitmap, not
+     * the key. */
     if (pg && !(pg->flags & MKI_PF_FRESH) && ctx->fast_kind != MKI_KIND_SLOW)
         mki_page_chunk_set_live(pg->start);
     return pg;

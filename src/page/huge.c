@@ -173,13 +173,7 @@ static mki_segment *cache_take_oldest(void)
  * holds beyond its bound now (lock not held). */
 static void live_grew(size_t bytes)
 {
-    size_t live = COUNT(live_committed, bytes) + bytes;
-    size_t peak = atomic_load_explicit(&live_peak, memory_order_relaxed);
-    while (live > peak &&
-           !atomic_compare_exchange_weak_explicit(&live_peak, &peak, live,
-                                                  memory_order_relaxed,
-                                                  memory_order_relaxed))
-        ;
+    mki_atomic_max(&live_peak, COUNT(live_committed, bytes) + bytes);
     mki_segment *over[CACHE_SLOTS];
     unsigned n = 0;
     mki_os_lock(&huge_lock);

@@ -332,15 +332,7 @@ void mki_purge_used(int fresh)
     size_t seg_live, seg_slack, huge_live, huge_cached;
     mki_segment_use(&seg_live, &seg_slack);
     mki_huge_use(&huge_live, &huge_cached);
-    size_t use = seg_live + huge_live;
-    size_t peak = atomic_load_explicit(&use_peak, memory_order_relaxed);
-    while (use > peak &&
-           !atomic_compare_exchange_weak_explicit(&use_peak, &peak, use,
-                                                  memory_order_relaxed,
-                                                  memory_order_relaxed))
-        ;
-    if (use > peak)
-        peak = use;
+    size_t use = seg_live + huge_live, peak = mki_atomic_max(&use_peak, use);
     size_t slack = seg_slack + huge_cached, held = use + slack;
     if (!fresh || held <= atomic_load_explicit(&held_high, memory_order_relaxed) ||
         !policy_active())
@@ -355,12 +347,7 @@ void mki_purge_used(int fresh)
         atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
         held -= b < held ? b : held;
     }
-    size_t high = atomic_load_explicit(&held_high, memory_order_relaxed);
-    while (held > high &&
-           !atomic_compare_exchange_weak_explicit(&held_high, &high, held,
-                                                  memory_order_relaxed,
-                                                  memory_order_relaxed))
-        ;
+    mki_atomic_max(&held_high, held);
 }
 
 /* ---- scheduling ------------------------------------------------------------ */

@@ -400,6 +400,43 @@ static void test_realloc_keeps_context(void)
     mk_ctx_delete(kid);
 }
 
+/* A large chunk whose first bytes the program never wrote, moved by a
+ * realloc into a small chunk: the new chunk is live.  Each round leaves the
+ * double-free keys of many small pages in freed memory (2,000 chunks of
+ * 256 bytes in a context, freed, the context deleted), cuts 0-byte chunks
+ * aligned to 64 KiB (large pages) there, and reallocates them to 236
+ * bytes, in pages whose descriptors are the ones just freed.  Before large
+ * chunks were handed out with their second word cleared, the first round's
+ * moved chunk already read as "a freed chunk" to mk_ctx_of (which reports
+ * it and aborts) and its free as a double free. */
+static void test_realloc_unwritten_large(void)
+{
+    enum { ROUNDS = 20, SMALL = 2000, LARGE = 8 };
+    static void *small[SMALL];
+    mk_ctx *b = mk_ctx_new(NULL, "b", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(b);
+    for (int r = 0; r < ROUNDS; r++) {
+        mk_ctx *a = mk_ctx_new(NULL, "a", MK_GENERAL, NULL);
+        REQUIRE_NOT_NULL(a);
+        for (int i = 0; i < SMALL; i++)
+            REQUIRE_NOT_NULL(small[i] = mk_alloc(a, 256));
+        for (int i = 0; i < SMALL; i++)
+            mk_free(small[i]);
+        mk_ctx_delete(a);
+        void *large[LARGE];
+        for (int i = 0; i < LARGE; i++)
+            REQUIRE_NOT_NULL(large[i] = mk_alloc_aligned(b, 0, 65536));
+        for (int i = 0; i < LARGE; i++) {
+            void *q = mk_realloc(large[i], 236);
+            REQUIRE_NOT_NULL(q);
+            CHECK_PTR_EQ(mk_ctx_of(q), b);
+            mk_free(q);
+        }
+    }
+    CHECK_EQ(stats_of(b).chunks, 0u);
+    mk_ctx_delete(b);
+}
+
 /* ---- the spectrum of chunk sizes --------------------------------------------- */
 
 static void test_spectrum(void)
@@ -459,6 +496,7 @@ int main(void)
     RUN(test_realloc_small_steps);
     RUN(test_realloc_null_and_zero);
     RUN(test_realloc_keeps_context);
+    RUN(test_realloc_unwritten_large);
     RUN(test_spectrum);
     mk_ctx_delete(ctx);
     return th_done();
