@@ -734,23 +734,11 @@ static void rewind_page(mki_page *pg)
     pg->used = (pg->flags & MKI_PF_CURRENT) ? 1u : 0u; /* the pin stays */
 }
 
-static void general_reset(mk_ctx *ctx, int keep_one)
+/* The reset of general_reset's other cases: every page walked, kept or
+ * released (out of line, so that the common case saves no registers). */
+static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
 {
     mki_general *g = gen(ctx);
-    /* chunks queued by other threads die with their pages */
-    if (atomic_load_explicit(&ctx->remote, memory_order_relaxed))
-        atomic_store_explicit(&ctx->remote, NULL, memory_order_relaxed);
-    /* the common small case: one page, current, nothing else held */
-    uint64_t cl = g->classes;
-    if (keep_one && cl && !(cl & (cl - 1)) && !g->full && !g->large &&
-        !g->spare && ctx->fast_kind != MKI_KIND_SLOW) {
-        mki_page *pg = *slot_of(g, (unsigned)__builtin_ctzll(cl));
-        if (!pg->next) {
-            rewind_page(pg);
-            g->page_bytes = pg->size;
-            return;
-        }
-    }
     struct keep k = {NULL, 0};
     each_page(g, release_or_keep, keep_one ? &k : NULL);
     for (uint64_t bits = g->classes; bits; bits &= bits - 1) {
@@ -778,6 +766,27 @@ static void general_reset(mk_ctx *ctx, int keep_one)
         else
             queue_behind(head, pg);
     }
+}
+
+static void general_reset(mk_ctx *ctx, int keep_one)
+{
+    mki_general *g = gen(ctx);
+    /* chunks queued by other threads die with their pages */
+    if (atomic_load_explicit(&ctx->remote, memory_order_relaxed))
+        atomic_store_explicit(&ctx->remote, NULL, memory_order_relaxed);
+    /* the common small case (a context used for one object, or a few of
+     * one size): one page, current, nothing else held; rewound in place */
+    uint64_t cl = g->classes;
+    if (keep_one && cl && !(cl & (cl - 1)) && !g->full && !g->large &&
+        !g->spare && ctx->fast_kind != MKI_KIND_SLOW) {
+        mki_page *pg = *slot_of(g, (unsigned)__builtin_ctzll(cl));
+        if (!pg->next) {
+            rewind_page(pg);
+            g->page_bytes = pg->size;
+            return;
+        }
+    }
+    reset_pages(ctx, keep_one);
 }
 
 static void general_destroy(mk_ctx *ctx)

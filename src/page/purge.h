@@ -35,6 +35,9 @@ int mki_purge_collect(void);
 /* A page or huge chunk was handed out (@fresh: with memory new from the
  * OS): the peak rule (purge.c).  Call it with no lock held. */
 void mki_purge_used(int fresh);
+/* How many times the peak rule has walked the segments to shed (for the
+ * tests: a walk that cannot take anything is not repeated). */
+extern _Atomic size_t mki_purge_sheds;
 /* memkit took more address space from the OS (cheap: a flag). */
 void mki_purge_grew(void);
 /* mk_option_set changed the purge mode or delay: wake the thread. */

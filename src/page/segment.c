@@ -776,6 +776,16 @@ static int collect_runs(mki_segment *s, int force, unsigned long long now,
                 later |= s->aged[w] != 0;
             }
         }
+        /* the common words at once: nothing to take and no run open, or
+         * every unit taken (a run goes on through the word) */
+        if (w < MKI_BITMAP_WORDS && !cand && !len)
+            continue;
+        if (cand == ~0ull) {
+            if (!len)
+                start = w * 64;
+            len += 64;
+            continue;
+        }
         for (unsigned b = 0; b < 64; b++) {
             int in = w < MKI_BITMAP_WORDS && ((cand >> b) & 1);
             if (in) {

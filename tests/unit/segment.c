@@ -9,12 +9,14 @@
  * empties (or mk_trim, or delay 0) releases it.
  * Huge chunks: their own segment, owner found through p - 1, OS counters
  * back after release.  Concurrent page traffic from two threads keeps the
- * map consistent.
+ * map consistent.  The peak rule does not walk the segments again and
+ * again for slack it cannot shed.
  */
 #include "harness.h"
 
 #include <memkit.h>
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
 
 #include "internal.h"
@@ -355,6 +357,67 @@ static void test_huge(void)
     check_huge((size_t)9 << 20, (size_t)4 << 20, __LINE__);
 }
 
+/* The peak rule sheds only what it can take: the cached huge mappings
+ * (which keep their own bound) are slack it cannot shed, and so are free
+ * units that share an OS page with a used one.  Growing past a peak with
+ * such slack must not walk the segments on every fresh commit (it did:
+ * sqlite3, 241 walks that took nothing). */
+static void test_shed_not_repeated(void)
+{
+    long old = mk_option_get("purge_delay_ms"), mode = mk_option_get("purge");
+    CHECK_EQ(mk_option_set("purge", 1), 0);
+    CHECK_EQ(mk_option_set("purge_delay_ms", 60000), 0);
+    mk_trim();
+    /* 8 MiB of huge chunk, freed: cached, committed (slack) */
+    mki_page *h = mki_huge_alloc((size_t)8 << 20, 0);
+    REQUIRE_NOT_NULL(h);
+    memset(h->start, 1, (size_t)8 << 20);
+    mki_huge_release(h);
+    size_t live, cached;
+    mki_huge_use(&live, &cached);
+    CHECK_GE(cached, (size_t)8 << 20);
+    /* 12 MiB of fresh 64 KiB pages: past the peak, slack above the margin */
+    enum { N = 192 };
+    static mki_page *pgs[N];
+    size_t sheds = atomic_load(&mki_purge_sheds);
+    for (int i = 0; i < N; i++) {
+        pgs[i] = mki_segment_page_alloc(64, (size_t)64 << 10);
+        REQUIRE_NOT_NULL(pgs[i]);
+    }
+    size_t walks = atomic_load(&mki_purge_sheds) - sheds;
+    printf("  sheds while growing past 8 MiB of cached huge mappings: %zu\n", walks);
+    CHECK_LE(walks, 1);
+    /* 3 MiB of free single units among used ones (one used per OS page):
+     * committed, free, and not to be taken; then growth again */
+    enum { M = 4096 };
+    static mki_page *ones[M];
+    for (int i = 0; i < M; i++) {
+        ones[i] = mki_segment_page_alloc(1, MKI_UNIT);
+        REQUIRE_NOT_NULL(ones[i]);
+    }
+    for (int i = 0; i < M; i++)
+        if (i % 4)
+            mki_segment_page_release(ones[i]);
+    sheds = atomic_load(&mki_purge_sheds);
+    static mki_page *more[N];
+    for (int i = 0; i < N; i++) {
+        more[i] = mki_segment_page_alloc(64, (size_t)64 << 10);
+        REQUIRE_NOT_NULL(more[i]);
+    }
+    walks = atomic_load(&mki_purge_sheds) - sheds;
+    printf("  sheds while growing past 3 MiB of stuck units: %zu\n", walks);
+    CHECK_LE(walks, 2);
+    for (int i = 0; i < N; i++) {
+        mki_segment_page_release(pgs[i]);
+        mki_segment_page_release(more[i]);
+    }
+    for (int i = 0; i < M; i += 4)
+        mki_segment_page_release(ones[i]);
+    mk_trim();
+    mk_option_set("purge_delay_ms", old);
+    mk_option_set("purge", mode);
+}
+
 /* Alignment above the segment size: see CMakeLists.txt (known bug). */
 static void test_huge_align_above_segment(void)
 {
@@ -415,6 +478,7 @@ int main(void)
     RUN(test_segment_fills);
     RUN(test_purge_delay);
     RUN(test_huge);
+    RUN(test_shed_not_repeated);
     RUN(test_huge_align_above_segment);
     RUN(test_two_threads);
     return th_done();
