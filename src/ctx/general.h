@@ -170,10 +170,11 @@ MKI_INLINE void mki_chunk_free(void *p, const char *fn)
             mki_chunk_free_bad(pg, p, fn);
             return;
         }
-        /* the chunk after it: the next free of a program that frees in
-         * the order it allocated (a ring, a queue, a list torn down)
-         * would wait for it; one that frees at random loses a prefetch */
-        __builtin_prefetch((char *)p + pg->chunk_size, 1);
+        /* four chunks on: the free of a program that frees in the order
+         * it allocated (a ring, a queue, a list torn down) would wait for
+         * it (the key test reads it); one that frees at random loses a
+         * prefetch (docs/DESIGN.md, "The fast paths") */
+        __builtin_prefetch((char *)p + 4 * (size_t)pg->chunk_size, 1);
         *(void **)p = pg->free;
         mki_page_chunk_set_freed(pg, p);
         pg->free = p;
