@@ -89,12 +89,19 @@ static unsigned long long delay_ns(void)
     return d <= 0 ? 0 : (unsigned long long)d * NS_PER_MS;
 }
 
+/* How pages go back in purge mode @mode: MADV_FREE in mode free, unless
+ * @force (mk_trim, which wants them gone now). */
+static int os_how(long mode, int force)
+{
+    return mode == MKI_PURGE_FREE && !force ? MKI_OS_FREE : MKI_OS_DONTNEED;
+}
+
 /* One pass; returns 1 if free memory is left for a later pass, due at
  * *@next_due (when given). */
 static int run_pass(int force, size_t *bytes, unsigned long long *next_due)
 {
     long mode = mki_option(MKI_OPT_PURGE);
-    int how = mode == MKI_PURGE_FREE && !force ? MKI_OS_FREE : MKI_OS_DONTNEED;
+    int how = os_how(mode, force);
     int unmap = mode == MKI_PURGE_UNMAP || force;
     int pending = 0;
     unsigned long long due = ~0ull;
@@ -349,18 +356,16 @@ void mki_purge_used(int fresh)
      * (W7), whose slack was 2 MiB of cached huge mappings, walked every
      * segment's bitmap on each of 241 fresh commits and took nothing: 0.75%
      * of its time.) */
-    size_t want = slack > room ? slack - room : 0, stuck = atomic_load_explicit(
-                                                      &shed_stuck, memory_order_relaxed);
+    size_t want = slack > room ? slack - room : 0;
     if (want > seg_slack)
         want = seg_slack;
+    size_t stuck = atomic_load_explicit(&shed_stuck, memory_order_relaxed);
     if (seg_slack < stuck) /* units used again: the floor follows */
         atomic_store_explicit(&shed_stuck, stuck = seg_slack, memory_order_relaxed);
     if (want >= SHED_MIN && seg_slack >= stuck + SHED_MIN &&
         mki_os_trylock(&pass_lock) == 0) {
-        long mode = mki_option(MKI_OPT_PURGE);
         atomic_fetch_add_explicit(&mki_purge_sheds, 1, memory_order_relaxed);
-        size_t b = mki_segment_shed(want, mode == MKI_PURGE_FREE ? MKI_OS_FREE
-                                                                 : MKI_OS_DONTNEED);
+        size_t b = mki_segment_shed(want, os_how(mki_option(MKI_OPT_PURGE), 0));
         mki_os_unlock(&pass_lock);
         atomic_store_explicit(&shed_stuck, b < want ? seg_slack - b : 0,
                               memory_order_relaxed);

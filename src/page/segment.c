@@ -776,9 +776,10 @@ static int collect_runs(mki_segment *s, int force, unsigned long long now,
                 later |= s->aged[w] != 0;
             }
         }
-        /* the common words at once: nothing to take and no run open, or
-         * every unit taken (a run goes on through the word) */
-        if (w < MKI_BITMAP_WORDS && !cand && !len)
+        /* the common words at once: nothing to take and no run open (past
+         * the last word too: nothing to close), or every unit taken (a run
+         * goes on through the word) */
+        if (!cand && !len)
             continue;
         if (cand == ~0ull) {
             if (!len)
