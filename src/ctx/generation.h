@@ -100,6 +100,30 @@ MKI_INLINE void mki_generation_free_fast(mki_page *pg)
         mki_generation_block_empty(pg);
 }
 
+/* The owner's free of chunk @p of block @pg of a plain GENERATION context
+ * (fast_kind MK_GENERATION: not secure, instrumented or profiled), when
+ * @p is the start of a live chunk: marked dead and counted, 1.  Else 0 and
+ * nothing done: another thread's free, a page with sampled chunks, or
+ * anything that is not a live chunk's start, which the caller's
+ * validating path (chunk.c) handles and reports.  The same tests as that
+ * path's (gen_is_live), without its calls. */
+MKI_INLINE int mki_generation_free_try(mki_page *pg, void *p)
+{
+    const char *c = p;
+    if (mki_ctx_owner(pg->ctx) != mki_tid_now() ||
+        atomic_load_explicit(&pg->samples, memory_order_relaxed) ||
+        c < pg->start + 2 * MKI_GEN_HDR || c + MKI_GEN_HDR > pg->extend ||
+        ((uintptr_t)c & 15))
+        return 0;
+    uint32_t state;
+    memcpy(&state, c - MKI_GEN_HDR + 4, 4);
+    if (state != mki_generation_live(p))
+        return 0;
+    mki_generation_mark_dead(p);
+    mki_generation_free_fast(pg);
+    return 1;
+}
+
 #pragma GCC visibility pop
 
 #endif /* MKI_GENERATION_H */
