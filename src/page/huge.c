@@ -98,6 +98,7 @@ static mki_page *header_set(mki_segment *s, size_t total, size_t committed,
     s->kind = MKI_SEG_HUGE;
     s->size = total;
     s->huge_committed = committed;
+    memset(s->coarse, 0, sizeof s->coarse); /* (page.h ORs it in) */
     mki_page *pg = &s->huge_page;
     memset(pg, 0, sizeof *pg);
     pg->kind = MKI_PAGE_HUGE;

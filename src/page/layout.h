@@ -18,7 +18,9 @@
  *
  * Owner lookup (the O(1) contract of mk_free / mk_ctx_of):
  *     seg  = (p - 1) & ~(SEGMENT_SIZE - 1)     mask, no load
- *     page = seg->map[(p >> UNIT_SHIFT) & (UNITS - 1)]   one load
+ *     page = seg->map[(p >> UNIT_SHIFT) & (UNITS - 1)]   one load,
+ *          | seg->coarse[(p >> SLOT_SHIFT) & (SLOTS - 1)]  ORed with a
+ *            second beside it (one of the two is NULL: struct mki_segment)
  *     ctx  = page->ctx                                    one load
  * (the page layer keeps `ctx` as an opaque owner pointer: it never reads
  * a context; ctx/ctx.h defines them)
@@ -47,6 +49,9 @@
 #define MKI_BITMAP_WORDS (MKI_UNITS / 64)
 #define MKI_PAGE_MAX_UNITS 64u /* a small page is at most 64 KiB */
 #define MKI_PAGE_MAX (MKI_PAGE_MAX_UNITS * MKI_UNIT)
+#define MKI_SLOT_SHIFT 16 /* a slot of the coarse map: 64 units */
+#define MKI_SLOT_UNITS (1u << (MKI_SLOT_SHIFT - MKI_UNIT_SHIFT))
+#define MKI_SLOTS (MKI_SEG_SIZE >> MKI_SLOT_SHIFT)
 
 /* ---- size classes (see page/sizeclass.c for the table) ------------------ */
 #define MKI_NCLASS 64              /* 16 .. 32 KiB (at most 64: a bitmap word) */
@@ -167,6 +172,18 @@ struct mki_segment {
     uint64_t aged[MKI_BITMAP_WORDS];      /* free and committed at the last
                                              purge pass (segment.c) */
     mki_page huge_page;     /* the descriptor of a huge segment's chunk */
+    /* The page map in 64 KiB slots (segment.c, map_set).  A slot that a
+     * page covers whole (64 units, or part of a larger page) has its page
+     * in coarse[k] (&mki_page_gone once it went back) and its map[]
+     * entries NULL, never written; a slot with smaller pages has an entry
+     * in map[] for each of its units (NULL: never in a page) and its bit
+     * in fine_slots, and its coarse entry NULL.  So one of a unit's two
+     * entries is NULL, and the lookup ORs them (no branch).  A
+     * heap of 64 KiB pages thus leaves most of the 32 KiB map untouched,
+     * not resident (reading it maps the kernel's zero page): it is 0.8%
+     * of the memory such a heap holds. */
+    uint64_t fine_slots;
+    alignas(64) mki_page *coarse[MKI_SLOTS];
     alignas(64) mki_page *map[MKI_UNITS];
 };
 

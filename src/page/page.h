@@ -225,13 +225,19 @@ MKI_INLINE mki_segment *mki_segment_of(const void *p)
     return (mki_segment *)(((uintptr_t)p - 1) & ~(uintptr_t)MKI_SEG_MASK);
 }
 
-/* The page descriptor of chunk @p: a mask and one load.  Pre: @p is in a
+/* The page descriptor of chunk @p: a mask and two loads, side by side
+ * (layout.h).  Pre: @p is in a
  * normal segment (mki_segment_known) or is the start of a huge chunk.
  * NULL for a unit no page ever covered (a segment's header, say). */
 MKI_INLINE mki_page *mki_page_of(const void *p)
 {
-    return mki_segment_of(p)
-        ->map[((uintptr_t)p >> MKI_UNIT_SHIFT) & (MKI_UNITS - 1)];
+    mki_segment *s = mki_segment_of(p);
+    unsigned u = (unsigned)((uintptr_t)p >> MKI_UNIT_SHIFT) & (MKI_UNITS - 1);
+    /* one of the two is NULL (layout.h): the map's entry of a unit in a
+     * slot a page covers whole (read from an OS page no one wrote: the
+     * kernel's zero page), or the coarse entry of a slot of smaller pages */
+    return (mki_page *)((uintptr_t)s->map[u] |
+                        (uintptr_t)s->coarse[u / MKI_SLOT_UNITS]);
 }
 
 /* The descriptor of the page or huge mapping that holds address @p, found

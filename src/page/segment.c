@@ -211,9 +211,9 @@ static unsigned bits_count(const uint64_t *bits, unsigned first, unsigned n)
     return c;
 }
 
-/* Point @n entries of a page map at @pg, four stores a step (a 64 KiB page
- * has 64 entries, written when it is cut and again when it goes back: one
- * store at a time took some 200 instructions each time). */
+/* Point @n entries of a page map at @pg, four stores a step (a slot has 64
+ * entries, written when smaller pages come into it: one store at a time
+ * took some 200 instructions each time). */
 static void map_fill(mki_page **map, unsigned n, mki_page *pg)
 {
     unsigned i = 0;
@@ -225,6 +225,47 @@ static void map_fill(mki_page **map, unsigned n, mki_page *pg)
     }
     for (; i < n; i++)
         map[i] = pg;
+}
+
+/* Units @unit .. @unit + @n - 1 of @s now belong to page @pg, or went
+ * back (@pg is &mki_page_gone); the caller holds arena_lock.  A 64 KiB
+ * slot they cover whole is said in its coarse entry, and its map[] entries
+ * are NULL (layout.h): made so if smaller pages had written them.  In a
+ * slot they cover in part, map[] entries are written, after every unit of
+ * the slot has been given one if the slot had none (each says what its
+ * coarse entry said: gone, or NULL if it never was in a page).  A heap of
+ * 64 KiB pages thus writes no map[] entry at all: one store for a page
+ * cut or given back instead of 64, and the map is not made resident.
+ * The lookup ORs a unit's map[] entry with its slot's coarse entry, so the
+ * two are never both set, even in passing: map[] entries are cleared
+ * before the coarse entry is set, and given the coarse entry's value
+ * before it is cleared.  (Lock-free readers: a valid chunk's page was
+ * mapped before the chunk was handed out; a racing free of a bad pointer
+ * reads an entry of the page, of one gone, NULL, or of its successor.) */
+static void map_set(mki_segment *s, unsigned unit, unsigned n, mki_page *pg)
+{
+    const unsigned per = MKI_SLOT_UNITS;
+    for (unsigned u = unit, end = unit + n; u < end;) {
+        unsigned k = u / per, slot_end = (k + 1) * per;
+        unsigned stop = end < slot_end ? end : slot_end;
+        uint64_t bit = 1ull << k;
+        if (u == k * per && stop == slot_end) {
+            if (s->fine_slots & bit) {
+                map_fill(s->map + u, per, NULL);
+                s->fine_slots &= ~bit;
+            }
+            __atomic_store_n(&s->coarse[k], pg, __ATOMIC_RELEASE);
+        } else {
+            if (!(s->fine_slots & bit)) {
+                if (s->coarse[k]) /* (gone | gone is gone meanwhile) */
+                    map_fill(s->map + k * per, per, s->coarse[k]);
+                __atomic_store_n(&s->coarse[k], NULL, __ATOMIC_RELEASE);
+                s->fine_slots |= bit;
+            }
+            map_fill(s->map + u, stop - u, pg);
+        }
+        u = stop;
+    }
 }
 
 /* ---- lists ---------------------------------------------------------------- */
@@ -548,7 +589,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     COUNT(units_out, units);
     COUNT(page_cuts, 1);
     list_push(list_of(s), s);
-    map_fill(s->map + at, units, pg);
+    map_set(s, (unsigned)at, units, pg);
     mki_os_unlock(&arena_lock);
     mki_purge_used(fresh != 0 || fresh_segment);
 
@@ -617,7 +658,7 @@ static void release(mki_page *pg)
     unsigned long long now = mki_os_now_ns();
     mki_os_lock(&arena_lock);
     list_remove(list_of(s), s);
-    map_fill(s->map + pg->unit, pg->units, &mki_page_gone);
+    map_set(s, pg->unit, pg->units, &mki_page_gone);
     bits_set(s->used, pg->unit, pg->units, 0);
     s->free_units += pg->units;
     UNCOUNT(units_out, pg->units);
@@ -660,8 +701,7 @@ int mki_segment_page_grow(mki_page *pg, size_t bytes)
         bits_set(s->aged, pg->unit + have, (unsigned)(need - have), 0);
         s->free_units -= (uint32_t)(need - have);
         COUNT(units_out, need - have);
-        for (size_t u = pg->unit + have; u < pg->unit + need; u++)
-            s->map[u] = pg;
+        map_set(s, pg->unit, (unsigned)need, pg); /* (slots it now covers whole) */
         list_push(list_of(s), s);
         pg->units = (uint32_t)need;
         pg->size = need * MKI_UNIT;

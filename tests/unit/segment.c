@@ -3,7 +3,8 @@
  * mki_segment_page_alloc gives a run of units naturally aligned (2^k units
  * at a 2^k KiB boundary; multiples of 64 at 64 KiB), in a segment whose
  * header is valid, with every unit of the run mapped to the descriptor and
- * its neighbours not; only commit_bytes are committed; pages never overlap;
+ * its neighbours not (a 64 KiB slot a page covers whole in one coarse
+ * entry, the map under it unwritten); only commit_bytes are committed; pages never overlap;
  * mki_segment_page_release clears the map and the unit bitmap, and an empty
  * segment stays until its purge delay has passed and another segment
  * empties (or mk_trim, or delay 0) releases it.
@@ -53,7 +54,7 @@ static void check_page(const mki_page *pg, uint32_t units, int line)
         return;
     PG_EXPECT(s->magic == MKI_SEG_MAGIC);
     PG_EXPECT(s->kind == MKI_SEG_NORMAL);
-    PG_EXPECT(s->map[pg->unit] == pg); /* the page map knows the page */
+    PG_EXPECT(mki_page_of(pg->start) == pg); /* the page map knows the page */
     PG_EXPECT(pg->units == units);
     PG_EXPECT(pg->size == (size_t)units * MKI_UNIT);
     PG_EXPECT(pg->kind == MKI_PAGE_FREE);
@@ -62,16 +63,15 @@ static void check_page(const mki_page *pg, uint32_t units, int line)
     PG_EXPECT(pg->unit >= MKI_SEG_HEADER_UNITS);
     PG_EXPECT(pg->unit + units <= MKI_UNITS);
     for (uint32_t i = 0; i < units; i++) {
-        PG_EXPECT(s->map[pg->unit + i] == pg);
         PG_EXPECT(unit_used(s, pg->unit + i));
         PG_EXPECT(mki_page_of(pg->start + (size_t)i * MKI_UNIT) == pg);
         PG_EXPECT(mki_page_of(pg->start + (size_t)i * MKI_UNIT + 777) == pg);
     }
     PG_EXPECT(mki_page_of(pg->start + pg->size - 1) == pg);
     if (pg->unit > 0)
-        PG_EXPECT(s->map[pg->unit - 1] != pg);
+        PG_EXPECT(mki_page_of(pg->start - 1) != pg);
     if (pg->unit + units < MKI_UNITS)
-        PG_EXPECT(s->map[pg->unit + units] != pg);
+        PG_EXPECT(mki_page_of(pg->start + pg->size) != pg);
 #undef PG_EXPECT
 }
 
@@ -105,7 +105,8 @@ static void test_page_alignment_and_map(void)
         mki_segment_page_release(pg);
         int bad = 0;
         for (uint32_t k = 0; k < units; k++)
-            bad += s->map[u + k] != &mki_page_gone || unit_used(s, u + k);
+            bad += mki_page_of((char *)s + (size_t)(u + k) * MKI_UNIT) != &mki_page_gone ||
+                   unit_used(s, u + k);
         CHECK_EQ(bad, 0);
         CHECK_EQ(s->free_units, before + units);
     }
@@ -143,13 +144,104 @@ static void test_no_overlap(void)
             if (a0 < b1 && b0 < a1)
                 overlaps++;
         }
-        /* the map of the live page is intact */
-        CHECK_PTR_EQ(mki_page_of(pgs[i]->start), pgs[i]);
+        /* the map of the live page is intact, at each of its units */
+        int off = 0;
+        for (uint32_t u = 0; u < pgs[i]->units; u++)
+            off += mki_page_of(pgs[i]->start + (size_t)u * MKI_UNIT + 511) != pgs[i];
+        CHECK_EQ(off, 0);
     }
     CHECK_EQ(overlaps, 0);
     for (int i = 0; i < N; i++)
         if (pgs[i])
             mki_segment_page_release(pgs[i]);
+}
+
+/* The coarse map (layout.h): a 64-unit page is one coarse entry, and the
+ * page map under it stays NULL (so a heap of such pages leaves it
+ * untouched); when it goes back its slot reads gone; a smaller page cut
+ * there later gives the slot map entries of its own: the page's unit reads
+ * the page, every other unit of the slot reads gone; a 64-unit page there
+ * again makes them NULL. */
+static void test_coarse_slots(void)
+{
+    mki_page *a = mki_segment_page_alloc(64, 64 * MKI_UNIT);
+    CHECK(a != NULL);
+    if (!a)
+        return;
+    mki_segment *s = mki_segment_of(a->start);
+    unsigned k = a->unit / MKI_SLOT_UNITS;
+    CHECK_EQ(a->unit % MKI_SLOT_UNITS, 0);
+    CHECK_PTR_EQ(s->coarse[k], a);
+    CHECK_EQ((s->fine_slots >> k) & 1, 0);
+    int written = 0;
+    for (unsigned i = 0; i < MKI_SLOT_UNITS; i++)
+        written += s->map[a->unit + i] != NULL;
+    CHECK_EQ(written, 0);
+    mki_segment_page_release(a);
+    CHECK_PTR_EQ(s->coarse[k], &mki_page_gone);
+    written = 0;
+    for (unsigned i = 0; i < MKI_SLOT_UNITS; i++)
+        written += s->map[k * MKI_SLOT_UNITS + i] != NULL;
+    CHECK_EQ(written, 0);
+    CHECK_PTR_EQ(mki_page_of((char *)s + (size_t)k * MKI_PAGE_MAX + 5000), &mki_page_gone);
+    /* small pages until one lands in the slot (the freed units are warm,
+     * so it comes soon) */
+    enum { MAX = 4096 };
+    static mki_page *small[MAX];
+    int n = 0;
+    mki_page *b = NULL;
+    while (n < MAX && !b) {
+        mki_page *pg = mki_segment_page_alloc(1, MKI_UNIT);
+        if (!pg)
+            break;
+        small[n++] = pg;
+        if (mki_segment_of(pg->start) == s && pg->unit / MKI_SLOT_UNITS == k)
+            b = pg;
+    }
+    CHECK(b != NULL);
+    if (b) {
+        CHECK_PTR_EQ(s->coarse[k], NULL);
+        CHECK_EQ((s->fine_slots >> k) & 1, 1);
+        int wrong = 0;
+        for (unsigned i = 0; i < MKI_SLOT_UNITS; i++) {
+            unsigned u = k * MKI_SLOT_UNITS + i;
+            mki_page *want = &mki_page_gone;
+            for (int j = 0; j < n; j++)
+                if (mki_segment_of(small[j]->start) == s && small[j]->unit == u)
+                    want = small[j];
+            wrong += mki_page_of((char *)s + (size_t)u * MKI_UNIT + 100) != want;
+        }
+        CHECK_EQ(wrong, 0);
+    }
+    for (int j = 0; j < n; j++)
+        mki_segment_page_release(small[j]);
+    /* a 64 KiB page over the slot again clears the map[] entries the small
+     * pages wrote */
+    mki_page *c = NULL, *other[8];
+    int m = 0;
+    while (m < 8) {
+        mki_page *pg = mki_segment_page_alloc(64, 64 * MKI_UNIT);
+        if (!pg)
+            break;
+        if (mki_segment_of(pg->start) == s && pg->unit / MKI_SLOT_UNITS == k) {
+            c = pg;
+            break;
+        }
+        other[m++] = pg;
+    }
+    CHECK(c != NULL);
+    if (c) {
+        CHECK_PTR_EQ(s->coarse[k], c);
+        CHECK_EQ((s->fine_slots >> k) & 1, 0);
+        written = 0;
+        for (unsigned i = 0; i < MKI_SLOT_UNITS; i++)
+            written += s->map[k * MKI_SLOT_UNITS + i] != NULL;
+        CHECK_EQ(written, 0);
+        CHECK_PTR_EQ(mki_page_of(c->start + 12345), c);
+        mki_segment_page_release(c);
+    }
+    while (m)
+        mki_segment_page_release(other[--m]);
 }
 
 /* Committed bytes of segments: the OS counter less memkit's bookkeeping
@@ -474,6 +566,7 @@ int main(void)
 {
     RUN(test_page_alignment_and_map);
     RUN(test_no_overlap);
+    RUN(test_coarse_slots);
     RUN(test_commit_accounting);
     RUN(test_segment_fills);
     RUN(test_purge_delay);
