@@ -5,6 +5,8 @@
  *     (a producer fills, a consumer frees in order), keeps the larger of
  *     its two pages once both are empty, so that the swings stop cutting
  *     pages (they cut one a swing when the small page came back current);
+ *   - a ring of as many chunks as the class's first page holds, allocating
+ *     before it frees, settles on the larger page its overflow took;
  *   - a context refilled after its reset with what it held before (under
  *     1 MiB) is served by the pages the reset kept: no page is cut.
  */
@@ -50,6 +52,40 @@ static void test_swing_keeps_larger_page(void)
     mk_ctx_delete(c);
 }
 
+/* A ring of as many chunks as the class's first page holds (8 of 128 B,
+ * a 1 KiB page), each new chunk allocated before the oldest is freed: the
+ * ninth goes to a second, larger page, and once that one has emptied the
+ * ring must settle there, every chunk from one page, instead of moving
+ * back to the first page at each turn (which took five slow paths every
+ * nine operations). */
+static void test_ring_settles_on_larger_page(void)
+{
+    mk_ctx *c = mk_ctx_new(NULL, "ring", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(c);
+    enum { N = 8, WARM = 100, OPS = 1000 };
+    void *ring[N];
+    for (int i = 0; i < N; i++)
+        REQUIRE_NOT_NULL(ring[i] = mk_alloc(c, 128));
+    mki_page *first = mki_page_of(ring[0]);
+    CHECK_EQ(first->capacity, N); /* (the case this test is about) */
+    mki_page *settled = NULL;
+    int other = 0;
+    for (int k = 0, head = 0; k < OPS; k++) {
+        void *p = mk_alloc(c, 128);
+        REQUIRE_NOT_NULL(p);
+        if (k == WARM)
+            settled = mki_page_of(p);
+        else if (k > WARM)
+            other += mki_page_of(p) != settled;
+        mk_free(ring[head]);
+        ring[head] = p;
+        head = (head + 1) % N;
+    }
+    CHECK_EQ(other, 0);
+    CHECK(settled != NULL && settled->capacity > N);
+    mk_ctx_delete(c);
+}
+
 static void test_reset_refill_cuts_nothing(void)
 {
     mk_ctx *c = mk_ctx_new(NULL, "refill", MK_GENERAL, NULL);
@@ -73,6 +109,7 @@ static void test_reset_refill_cuts_nothing(void)
 int main(void)
 {
     RUN(test_swing_keeps_larger_page);
+    RUN(test_ring_settles_on_larger_page);
     RUN(test_reset_refill_cuts_nothing);
     return th_done();
 }
