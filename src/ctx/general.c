@@ -721,7 +721,13 @@ struct keep {
 static void release_or_keep(mki_page *pg, void *arg)
 {
     struct keep *k = arg;
-    if (k && pg->kind == MKI_PAGE_SMALL && k->bytes + pg->size <= KEEP_BYTES) {
+    /* (a page queued behind its class's current one that held nothing
+     * since the last reset was not needed by this round: it goes, and a
+     * context whose rounds fit one page comes back to general_reset's
+     * one-page case; W1 reset 1 KiB x 16 KiB kept a 16 KiB page that the
+     * 32 KiB one had taken over, and walked both at every reset) */
+    if (k && pg->kind == MKI_PAGE_SMALL && k->bytes + pg->size <= KEEP_BYTES &&
+        (pg->used != 0 || (pg->flags & MKI_PF_CURRENT))) {
         k->bytes += pg->size;
         pg->next = k->pages;
         k->pages = pg;

@@ -211,15 +211,27 @@ static void test_reset_keeps_pages(void)
     CHECK_GT(kept, (size_t)64 << 10); /* more than one page */
     CHECK_LE(kept, (size_t)1 << 20);
     CHECK_LE(kept, full);
-    for (int round = 0; round < 3; round++) {
+    /* refills of the same mix: the kept pages serve them all, so nothing
+     * is added; a page a refill did not need goes at the next reset (the
+     * largest page of a class comes first after a reset and may leave a
+     * small one unused), and from then on the rounds hold the same */
+    size_t settled = 0;
+    for (int round = 0; round < 4; round++) {
+        size_t before = reserved(c);
         fill_mix(c, ps, N, 100 * (uint64_t)round);
-        CHECK_EQ(reserved(c), full); /* the kept pages served it all */
+        CHECK_LE(reserved(c), full);
+        if (round > 0)
+            CHECK_EQ(reserved(c), full - (kept - before));
         for (int i = 0; i < N; i++)
             CHECK_PATTERN(ps[i], sizes[i % 4], 100 * (uint64_t)round + (uint64_t)i);
         for (int i = 0; i < N; i += 3) /* a third, one by one (no page empties) */
             mk_free(ps[i]);
         mk_ctx_reset(c);
-        CHECK_EQ(reserved(c), kept);
+        CHECK_LE(reserved(c), kept);
+        if (round == 1)
+            settled = reserved(c);
+        else if (round > 1)
+            CHECK_EQ(reserved(c), settled);
     }
     /* a fill past the bound keeps at most the bound */
     for (int i = 0; i < 8000; i++)
