@@ -8,7 +8,8 @@
  *   - a ring of as many chunks as the class's first page holds, allocating
  *     before it frees, settles on the larger page its overflow took;
  *   - a context refilled after its reset with what it held before (under
- *     1 MiB) is served by the pages the reset kept: no page is cut.
+ *     1 MiB) is served by the pages the reset kept: no page is cut;
+ *   - a page that held nothing since the last reset goes at the next.
  */
 #include "harness.h"
 
@@ -112,10 +113,34 @@ static void test_reset_refill_cuts_nothing(void)
     mk_ctx_delete(c);
 }
 
+/* A reset gives back a page that held nothing since the last reset: 16
+ * chunks of 1 KiB a round fill a 16 KiB page (15 chunks) and start a 32 KiB
+ * one; after a reset the 32 KiB page comes first and serves every round,
+ * so the 16 KiB page goes at the next reset and the context holds one
+ * page (kept, both were walked at every reset). */
+static void test_reset_drops_unused_page(void)
+{
+    mk_ctx *c = mk_ctx_new(NULL, "rounds", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(c);
+    mk_stats st;
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 16; i++)
+            REQUIRE_NOT_NULL(mk_alloc(c, 1024));
+        mk_ctx_reset(c);
+        CHECK_EQ(mk_ctx_stats(c, &st, 0), 0);
+        if (round == 0)
+            CHECK_EQ(st.blocks, 2u); /* (the case this test is about) */
+        else
+            CHECK_EQ(st.blocks, 1u);
+    }
+    mk_ctx_delete(c);
+}
+
 int main(void)
 {
     RUN(test_swing_keeps_larger_page);
     RUN(test_ring_settles_on_larger_page);
     RUN(test_reset_refill_cuts_nothing);
+    RUN(test_reset_drops_unused_page);
     return th_done();
 }
