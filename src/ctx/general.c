@@ -716,6 +716,8 @@ static void each_page(mki_general *g, page_fn fn, void *arg)
 struct keep {
     mki_page *pages; /* kept, linked by next */
     size_t bytes;
+    mki_page *drop;  /* pages going back, linked by next (one lock for all:
+                        mki_segment_pages_release) */
 };
 
 static void release_or_keep(mki_page *pg, void *arg)
@@ -735,6 +737,11 @@ static void release_or_keep(mki_page *pg, void *arg)
     }
     if (pg->kind == MKI_PAGE_SMALL)
         class_count(pg->cls, pg->size, 0);
+    if (k && pg->kind != MKI_PAGE_HUGE) {
+        pg->next = k->drop; /* (each_page read it already) */
+        k->drop = pg;
+        return;
+    }
     mki_page_release(pg);
 }
 
@@ -757,8 +764,9 @@ static void rewind_page(mki_page *pg)
 static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
 {
     mki_general *g = gen(ctx);
-    struct keep k = {NULL, 0};
+    struct keep k = {NULL, 0, NULL};
     each_page(g, release_or_keep, keep_one ? &k : NULL);
+    mki_segment_pages_release(k.drop);
     for (uint64_t bits = g->classes; bits; bits &= bits - 1) {
         unsigned c = (unsigned)__builtin_ctzll(bits);
         *slot_of(g, c) = &mki_page_empty;

@@ -644,19 +644,31 @@ void mki_segment_page_release(mki_page *pg)
     release(pg);
 }
 
-static void release(mki_page *pg)
+/* release, in three steps, so that mki_segment_pages_release takes the
+ * clock and the lock once for many pages: what goes before the lock (the
+ * owner's and the profile's callbacks, an instrumented page's bitmap),
+ * the units back to the segment (arena_lock held), the descriptor last. */
+static void release_before(mki_page *pg)
 {
     if (pg->charged)
         mki_page_up.released(pg);
     if (atomic_load_explicit(&pg->samples, memory_order_relaxed))
         mki_page_up.unsampled(pg);
-    mki_segment *s = mki_segment_of(pg->start);
     if (pg->live) { /* an instrumented page's bitmap goes with it */
         mki_meta_free((void *)pg->live, mki_page_live_bytes(pg));
         pg->live = NULL;
     }
-    unsigned long long now = mki_os_now_ns();
-    mki_os_lock(&arena_lock);
+}
+
+static void release_after(mki_page *pg)
+{
+    pg->kind = MKI_PAGE_FREE;
+    mki_meta_free(pg, sizeof(mki_page));
+}
+
+static void release_units(mki_page *pg, unsigned long long now)
+{
+    mki_segment *s = mki_segment_of(pg->start);
     list_remove(list_of(s), s);
     map_set(s, pg->unit, pg->units, &mki_page_gone);
     bits_set(s->used, pg->unit, pg->units, 0);
@@ -669,10 +681,44 @@ static void release(mki_page *pg)
     if (list == &empty_list)
         s->empty_since_ns = now;
     list_push(list, s);
+}
+
+static void release(mki_page *pg)
+{
+    release_before(pg);
+    unsigned long long now = mki_os_now_ns();
+    mki_os_lock(&arena_lock);
+    release_units(pg, now);
     mki_os_unlock(&arena_lock);
-    pg->kind = MKI_PAGE_FREE;
-    mki_meta_free(pg, sizeof(mki_page));
+    release_after(pg);
     mki_purge_note(); /* its units are free: purge them in time */
+}
+
+void mki_segment_pages_release(mki_page *pgs)
+{
+    mki_page *batch = NULL, *next;
+    for (mki_page *pg = pgs; pg; pg = next) {
+        next = pg->next;
+        if (pg->flags & MKI_PF_RELEASE) {
+            mki_segment_page_release_now(pg);
+            continue;
+        }
+        release_before(pg);
+        pg->next = batch;
+        batch = pg;
+    }
+    if (!batch)
+        return;
+    unsigned long long now = mki_os_now_ns();
+    mki_os_lock(&arena_lock);
+    for (mki_page *pg = batch; pg; pg = pg->next)
+        release_units(pg, now);
+    mki_os_unlock(&arena_lock);
+    for (mki_page *pg = batch; pg; pg = next) {
+        next = pg->next;
+        release_after(pg);
+    }
+    mki_purge_note(); /* their units are free: purge them in time */
 }
 
 int mki_segment_page_grow(mki_page *pg, size_t bytes)
