@@ -243,30 +243,24 @@ void mki_general_page_empty(mki_page *pg)
     mki_general *g = gen(pg->ctx);
     mki_page **slot = slot_of(g, pg->cls), *cur = *slot;
     unlink_behind(cur, pg); /* not current, so not the head */
-    if (cur->used == 1 && pg->size > cur->size &&
-        !atomic_load_explicit(&cur->xfree, memory_order_relaxed)) {
-        /* The current page holds nothing either (its pin alone) and is
-         * the smaller: the larger one takes its place, and the smaller is
-         * the one kept or given back.  Otherwise a class whose use swings
-         * past its current page cut a page every swing and gave it back
-         * when the swing ended: the page that had filled first (the small
-         * one) came back current with the first frees, the overflow page
-         * emptied last (W6 prodcons, one thread: 4,048 pages cut in
-         * 200,000 mallocs).  The smaller, second now and unpinned, is
-         * empty in its turn (there is no third swap: it is not larger). */
-        mki_general_page_empty(lead(g, slot, pg));
-        return;
-    }
-    if (pg->size > cur->size && cur != &mki_page_empty) {
-        /* The current page still holds chunks but is the smaller: the
-         * larger one takes its place all the same, the smaller goes second
-         * and empties in its turn.  Otherwise a ring of as many chunks as
-         * the smaller page holds (W1M, 128 B x 1 KiB: 8 chunks, a 1 KiB
-         * page) kept the smaller current, overflowed it once a turn into
-         * the larger, emptied the larger into the spare and took it back:
-         * five slow paths every 9 operations, 105 instructions an
+    if (pg->size > cur->size) {
+        /* The current page is the smaller: the larger one takes its place,
+         * and the smaller goes second, unpinned; if it holds nothing it is
+         * the one kept or given back, now (there is no third swap: it is
+         * not larger), else when it empties in its turn.  Otherwise a
+         * class whose use swings past its current page cut a page every
+         * swing and gave it back when the swing ended: the page that had
+         * filled first (the small one) came back current with the first
+         * frees, the overflow page emptied last (W6 prodcons, one thread:
+         * 4,048 pages cut in 200,000 mallocs).  And a ring of as many
+         * chunks as the smaller page holds (W1M, 128 B x 1 KiB: 8 chunks,
+         * a 1 KiB page) kept the smaller current, overflowed it once a
+         * turn into the larger, emptied the larger into the spare and took
+         * it back: five slow paths every 9 operations, 105 instructions an
          * operation instead of 54 (docs/DESIGN.md). */
-        (void)lead(g, slot, pg);
+        mki_page *old = lead(g, slot, pg);
+        if (old->used == 0 && !atomic_load_explicit(&old->xfree, memory_order_relaxed))
+            mki_general_page_empty(old);
         return;
     }
     if (!g->spare)
@@ -714,6 +708,7 @@ static void each_page(mki_general *g, page_fn fn, void *arg)
 #define KEEP_BYTES ((size_t)1 << 20)
 
 struct keep {
+    size_t limit;    /* KEEP_BYTES, or 0 (keep nothing) */
     mki_page *pages; /* kept, linked by next */
     size_t bytes;
     mki_page *drop;  /* pages going back, linked by next (one lock for all:
@@ -728,7 +723,7 @@ static void release_or_keep(mki_page *pg, void *arg)
      * context whose rounds fit one page comes back to general_reset's
      * one-page case; W1 reset 1 KiB x 16 KiB kept a 16 KiB page that the
      * 32 KiB one had taken over, and walked both at every reset) */
-    if (k && pg->kind == MKI_PAGE_SMALL && k->bytes + pg->size <= KEEP_BYTES &&
+    if (pg->kind == MKI_PAGE_SMALL && k->bytes + pg->size <= k->limit &&
         (pg->used != 0 || (pg->flags & MKI_PF_CURRENT))) {
         k->bytes += pg->size;
         pg->next = k->pages;
@@ -737,12 +732,8 @@ static void release_or_keep(mki_page *pg, void *arg)
     }
     if (pg->kind == MKI_PAGE_SMALL)
         class_count(pg->cls, pg->size, 0);
-    if (k && pg->kind != MKI_PAGE_HUGE) {
-        pg->next = k->drop; /* (each_page read it already) */
-        k->drop = pg;
-        return;
-    }
-    mki_page_release(pg);
+    pg->next = k->drop; /* (each_page read it already) */
+    k->drop = pg;
 }
 
 /* Every chunk of @pg is free again: rewind it (no work per chunk; no
@@ -764,8 +755,8 @@ static void rewind_page(mki_page *pg)
 static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
 {
     mki_general *g = gen(ctx);
-    struct keep k = {NULL, 0, NULL};
-    each_page(g, release_or_keep, keep_one ? &k : NULL);
+    struct keep k = {keep_one ? KEEP_BYTES : 0, NULL, 0, NULL};
+    each_page(g, release_or_keep, &k);
     mki_segment_pages_release(k.drop);
     for (uint64_t bits = g->classes; bits; bits &= bits - 1) {
         unsigned c = (unsigned)__builtin_ctzll(bits);

@@ -51,10 +51,10 @@ void mki_segment_page_release(mki_page *pg);
 /* The same, and its memory goes back to the OS now (its OS pages are
  * decommitted); returns the bytes decommitted. */
 size_t mki_segment_page_release_now(mki_page *pg);
-/* mki_segment_page_release for every page of list @pgs (small or large
- * pages, linked through `next`, which it overwrites), with one clock read,
- * one lock and one purge note for them all (a GENERAL reset gives back
- * every page beyond what it keeps). */
+/* mki_page_release for every page of list @pgs (linked through `next`,
+ * which it overwrites), the pages of segments with one clock read, one
+ * lock and one purge note for them all (a GENERAL reset gives back every
+ * page beyond what it keeps). */
 void mki_segment_pages_release(mki_page *pgs);
 /* Count a huge mapping at @base as a segment memkit holds (@add 1) or no
  * longer holds (0); the checking build records it in its registry.  0, or

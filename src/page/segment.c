@@ -644,54 +644,53 @@ void mki_segment_page_release(mki_page *pg)
     release(pg);
 }
 
-/* release, in three steps, so that mki_segment_pages_release takes the
- * clock and the lock once for many pages: what goes before the lock (the
- * owner's and the profile's callbacks, an instrumented page's bitmap),
- * the units back to the segment (arena_lock held), the descriptor last. */
-static void release_before(mki_page *pg)
+/* Give back the pages of list @pgs (linked through `next`): the owner's
+ * and the profile's callbacks and an instrumented page's bitmap first, then
+ * every page's units under one clock read and one lock, the descriptors
+ * last, and one purge note for them all (a GENERAL reset gives back every
+ * page beyond what it keeps: mki_segment_pages_release). */
+static void release_list(mki_page *pgs)
 {
-    if (pg->charged)
-        mki_page_up.released(pg);
-    if (atomic_load_explicit(&pg->samples, memory_order_relaxed))
-        mki_page_up.unsampled(pg);
-    if (pg->live) { /* an instrumented page's bitmap goes with it */
-        mki_meta_free((void *)pg->live, mki_page_live_bytes(pg));
-        pg->live = NULL;
+    for (mki_page *pg = pgs; pg; pg = pg->next) {
+        if (pg->charged)
+            mki_page_up.released(pg);
+        if (atomic_load_explicit(&pg->samples, memory_order_relaxed))
+            mki_page_up.unsampled(pg);
+        if (pg->live) { /* an instrumented page's bitmap goes with it */
+            mki_meta_free((void *)pg->live, mki_page_live_bytes(pg));
+            pg->live = NULL;
+        }
     }
-}
-
-static void release_after(mki_page *pg)
-{
-    pg->kind = MKI_PAGE_FREE;
-    mki_meta_free(pg, sizeof(mki_page));
-}
-
-static void release_units(mki_page *pg, unsigned long long now)
-{
-    mki_segment *s = mki_segment_of(pg->start);
-    list_remove(list_of(s), s);
-    map_set(s, pg->unit, pg->units, &mki_page_gone);
-    bits_set(s->used, pg->unit, pg->units, 0);
-    s->free_units += pg->units;
-    UNCOUNT(units_out, pg->units);
-    s->max_run_hint = MKI_UNITS; /* freed units may join a longer run */
-    s->warm_run_hint = MKI_UNITS; /* (still committed, until a purge) */
-    mki_segment **list = list_of(s);
-    s->freed_ns = now;
-    if (list == &empty_list)
-        s->empty_since_ns = now;
-    list_push(list, s);
+    unsigned long long now = mki_os_now_ns();
+    mki_os_lock(&arena_lock);
+    for (mki_page *pg = pgs; pg; pg = pg->next) {
+        mki_segment *s = mki_segment_of(pg->start);
+        list_remove(list_of(s), s);
+        map_set(s, pg->unit, pg->units, &mki_page_gone);
+        bits_set(s->used, pg->unit, pg->units, 0);
+        s->free_units += pg->units;
+        UNCOUNT(units_out, pg->units);
+        s->max_run_hint = MKI_UNITS; /* freed units may join a longer run */
+        s->warm_run_hint = MKI_UNITS; /* (still committed, until a purge) */
+        mki_segment **list = list_of(s);
+        s->freed_ns = now;
+        if (list == &empty_list)
+            s->empty_since_ns = now;
+        list_push(list, s);
+    }
+    mki_os_unlock(&arena_lock);
+    for (mki_page *pg = pgs, *next; pg; pg = next) {
+        next = pg->next;
+        pg->kind = MKI_PAGE_FREE;
+        mki_meta_free(pg, sizeof(mki_page));
+    }
+    mki_purge_note(); /* their units are free: purge them in time */
 }
 
 static void release(mki_page *pg)
 {
-    release_before(pg);
-    unsigned long long now = mki_os_now_ns();
-    mki_os_lock(&arena_lock);
-    release_units(pg, now);
-    mki_os_unlock(&arena_lock);
-    release_after(pg);
-    mki_purge_note(); /* its units are free: purge them in time */
+    pg->next = NULL;
+    release_list(pg);
 }
 
 void mki_segment_pages_release(mki_page *pgs)
@@ -699,26 +698,17 @@ void mki_segment_pages_release(mki_page *pgs)
     mki_page *batch = NULL, *next;
     for (mki_page *pg = pgs; pg; pg = next) {
         next = pg->next;
-        if (pg->flags & MKI_PF_RELEASE) {
+        if (pg->kind == MKI_PAGE_HUGE) {
+            mki_huge_release(pg);
+        } else if (pg->flags & MKI_PF_RELEASE) {
             mki_segment_page_release_now(pg);
-            continue;
+        } else {
+            pg->next = batch;
+            batch = pg;
         }
-        release_before(pg);
-        pg->next = batch;
-        batch = pg;
     }
-    if (!batch)
-        return;
-    unsigned long long now = mki_os_now_ns();
-    mki_os_lock(&arena_lock);
-    for (mki_page *pg = batch; pg; pg = pg->next)
-        release_units(pg, now);
-    mki_os_unlock(&arena_lock);
-    for (mki_page *pg = batch; pg; pg = next) {
-        next = pg->next;
-        release_after(pg);
-    }
-    mki_purge_note(); /* their units are free: purge them in time */
+    if (batch)
+        release_list(batch);
 }
 
 int mki_segment_page_grow(mki_page *pg, size_t bytes)
