@@ -642,9 +642,12 @@ static void *general_realloc(mki_page *pg, void *p, size_t size)
         mki_page_list_remove(&g->large, pg);
         mki_page *np = mki_huge_resize(pg, size);
         mki_page_list_push(&g->large, np ? np : pg);
-        if (np)
+        if (np) {
             mki_ctx_recharge(np);
-        return np ? np->start : NULL;
+            return np->start;
+        }
+        /* the mapping could not grow where it is, nor move whole (it may
+         * be made of pieces, huge.c): a new chunk, and a copy */
     }
     size_t guard = pg->ctx->fast_kind == MKI_KIND_SECURE ? MKI_GUARD : 0;
     if (pg->kind == MKI_PAGE_LARGE && size > old && size + guard <= MKI_LARGE_MAX &&

@@ -68,6 +68,24 @@ void *mki_os_resize(void *p, size_t size, size_t new_size, size_t align,
                     size_t offset);
 
 /*
+ * Grow a reservation of @size bytes at @p to @new_size bytes in place, when
+ * the address space after it is free (mremap).  The new bytes count as
+ * reserved and committed.  0, or -1 (errno ENOMEM; nothing changed).
+ */
+int mki_os_extend(void *p, size_t size, size_t new_size);
+
+/*
+ * Move the pages of [@from, @from + @len) over [@to, @to + @len), both
+ * OS-page aligned, each inside a reservation, the source committed whole:
+ * the pages keep their contents and stay resident (mremap; nothing is
+ * copied or faulted), the target's old pages are dropped, and the source's
+ * address space is given back (its reserved and committed bytes leave the
+ * counters; the target's stay as they were).  Returns 0, or -1 (errno
+ * ENOMEM, or an injected failure) with both ranges untouched.
+ */
+int mki_os_move(void *from, size_t len, void *to);
+
+/*
  * Declare [p, p+size) usable.  Pre: inside a reservation, OS-page aligned
  * unless the caller counts sub-page units itself.  Returns 0, or -1 on
  * (injected) failure, in which case nothing changed.
@@ -203,8 +221,9 @@ size_t mki_os_calls(void);
 
 /*
  * Failure injection for tests: the @n-th OS request from now (reserve,
- * commit, decommit, resize; 1 = the next one) fails.  With @repeat non-zero every request from
- * the n-th on fails.  n = 0 switches injection off.
+ * commit, decommit, resize, move; 1 = the next one) fails.  With @repeat
+ * non-zero every request from the n-th on fails.  n = 0 switches injection
+ * off.
  */
 void mki_os_fail_at(long n, int repeat);
 

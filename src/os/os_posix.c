@@ -129,7 +129,8 @@ void *mki_os_resize(void *p, size_t size, size_t new_size, size_t align,
         return NULL;
     }
     void *q = mremap(p, size, new_size, 0); /* in place */
-    if (q == MAP_FAILED) {
+    if (q == MAP_FAILED) { /* (ENOMEM; EFAULT if [p, p + size) spans two
+                              kernel mappings, and then so does the move) */
         /* a place of the right alignment, then move the pages there */
         char *to = mki_os_reserve_offset(new_size, align, offset);
         if (!to)
@@ -147,6 +148,35 @@ void *mki_os_resize(void *p, size_t size, size_t new_size, size_t align,
                               memory_order_relaxed);
     count_committed(new_size - size);
     return q;
+}
+
+int mki_os_extend(void *p, size_t size, size_t new_size)
+{
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    if (injected_failure() || mremap(p, size, new_size, 0) == MAP_FAILED) {
+        errno = ENOMEM;
+        return -1;
+    }
+    atomic_fetch_add_explicit(&reserved_bytes, new_size - size,
+                              memory_order_relaxed);
+    count_committed(new_size - size);
+    return 0;
+}
+
+int mki_os_move(void *from, size_t len, void *to)
+{
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    if (injected_failure()) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (mremap(from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to) == MAP_FAILED) {
+        errno = ENOMEM; /* (EFAULT: the source spans two mappings) */
+        return -1;
+    }
+    atomic_fetch_sub_explicit(&reserved_bytes, len, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&committed_bytes, len, memory_order_relaxed);
+    return 0;
 }
 
 /* ---- the arena (os.h) -------------------------------------------------------- */

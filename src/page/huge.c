@@ -93,7 +93,9 @@ static mki_page *header_set(mki_segment *s, size_t total, size_t committed,
                             size_t off, size_t body)
 {
     char *chunk = (char *)s + off;
+    mki_huge_pieces pieces = s->pieces; /* (zero in a fresh mapping) */
     mki_mem_undefined(s, header_bytes(unit_of(chunk)));
+    s->pieces = pieces;
     s->magic = MKI_SEG_MAGIC;
     s->kind = MKI_SEG_HUGE;
     s->size = total;
@@ -107,6 +109,63 @@ static mki_page *header_set(mki_segment *s, size_t total, size_t committed,
     pg->end = chunk + body;
     s->map[unit_of(chunk)] = pg;
     return pg;
+}
+
+/* ---- pieces ------------------------------------------------------------------ */
+
+/* A huge mapping may be made of several kernel mappings: pages moved in
+ * from another mapping stay a kernel mapping of their own (they belong to
+ * another anon_vma), and two cached mappings merged stay two.  mremap
+ * grows or moves one kernel mapping at a time, so the header records
+ * where each may begin (layout.h, mki_huge_pieces), and a mapping moves
+ * piece by piece. */
+
+/* Add a border at @at to @b (ascending; 0 or a repeat adds none).  0, or
+ * -1 when @b is full. */
+static int border_add(mki_huge_pieces *b, size_t at)
+{
+    if (at == 0 || (b->n && b->at[b->n - 1] >= at))
+        return 0;
+    if (b->n == MKI_HUGE_PIECES)
+        return -1;
+    b->at[b->n++] = at;
+    return 0;
+}
+
+/* Drop the borders of @b at or past @size (the mapping ends there). */
+static void borders_cut(mki_huge_pieces *b, size_t size)
+{
+    while (b->n && b->at[b->n - 1] >= size)
+        b->n--;
+}
+
+/* How many borders of @b lie in (@lo, @hi). */
+static unsigned borders_in(const mki_huge_pieces *b, size_t lo, size_t hi)
+{
+    unsigned k = 0;
+    for (unsigned i = 0; i < b->n; i++)
+        k += b->at[i] > lo && b->at[i] < hi;
+    return k;
+}
+
+/* Move the @len bytes at @from, committed whole, whose kernel mappings
+ * begin at the @nb offsets @at (ascending, inside), to byte @t_at of
+ * mapping @t, piece by piece, and record each piece's start as a border
+ * of @t in @tb (the caller made room: 1 + @nb).  A piece that cannot move
+ * is unmapped, and the pages under it stay: callers move free memory
+ * only, whose contents do not matter. */
+static void move_pieces(char *from, size_t len, const size_t *at, unsigned nb,
+                        mki_segment *t, mki_huge_pieces *tb, size_t t_at)
+{
+    mki_mem_forget(from, len); /* moved or unmapped */
+    size_t x = 0;
+    for (unsigned i = 0; x < len; i++) {
+        size_t y = i < nb ? at[i] : len;
+        border_add(tb, t_at + x);
+        if (mki_os_move(from + x, y - x, (char *)t + t_at + x) != 0)
+            mki_os_release(from + x, y - x, y - x);
+        x = y;
+    }
 }
 
 /* ---- the cache ------------------------------------------------------------- */
@@ -148,6 +207,7 @@ static void header_free(mki_segment *s, size_t size, size_t committed)
     s->huge_committed = committed;
     memset(&s->huge_page, 0, sizeof s->huge_page);
     s->huge_page.kind = MKI_PAGE_FREE;
+    s->pieces.n = 0;
 }
 
 /* What the cache may hold now: CACHE_BYTES, and no more than the live
@@ -203,8 +263,13 @@ static unsigned cache_put(mki_segment *s, mki_segment **out)
         mki_segment *e = cache[i].seg;
         mki_segment *lo = e < s ? e : s, *hi = e < s ? s : e;
         if ((char *)lo + lo->size == (char *)hi &&
-            lo->huge_committed == lo->size) {
+            lo->huge_committed == lo->size &&
+            lo->pieces.n + 1 + hi->pieces.n <= MKI_HUGE_PIECES) {
             cache_take(i);
+            mki_huge_pieces hb = hi->pieces;
+            border_add(&lo->pieces, lo->size);
+            for (unsigned k = 0; k < hb.n; k++)
+                border_add(&lo->pieces, lo->size + hb.at[k]);
             lo->size += hi->size;
             lo->huge_committed += hi->huge_committed;
             mki_segment_register(hi, 0);
@@ -256,7 +321,11 @@ static mki_segment *cache_find(size_t need, mki_segment **out, unsigned *nout)
         size_t tail_committed =
             s->huge_committed > keep ? s->huge_committed - keep : 0;
         header_free(tail, s->size - keep, tail_committed);
+        for (unsigned k = 0; k < s->pieces.n; k++)
+            if (s->pieces.at[k] > keep)
+                border_add(&tail->pieces, s->pieces.at[k] - keep);
         if (mki_segment_register(tail, 1) == 0) {
+            borders_cut(&s->pieces, keep);
             s->size = keep;
             s->huge_committed -= tail_committed;
             *nout += cache_put(tail, out + *nout);
@@ -265,12 +334,133 @@ static mki_segment *cache_find(size_t need, mki_segment **out, unsigned *nout)
     return s;
 }
 
-/* Grow cached mapping @s to @need bytes.  Returns the mapping (it may have
- * moved), or NULL after giving @s back if that failed. */
+/* Resident pages taken from the cache for a mapping that grows: @len
+ * bytes at @from, a whole cached mapping (out of the cache and the
+ * registry) or the tail of one (which stays cached, shorter), with the
+ * borders of its pieces. */
+typedef struct donor {
+    char *from;
+    size_t len;
+    unsigned b0, nb; /* its borders: gifts.b.at[b0 .. b0 + nb), from @from */
+} donor;
+
+typedef struct gifts {
+    unsigned n;
+    donor d[CACHE_SLOTS];
+    mki_huge_pieces b;
+} gifts;
+
+/* Take from the cache resident pages for the @gap bytes by which mapping
+ * @s (committed whole) is to grow, the oldest mappings first, into @g
+ * (lock held): whole mappings while they fit, then the tail of the next.
+ * A purged mapping has no pages to give, and @s has room for so many
+ * borders: its own, one where it grows, and each gift's. */
+static void cache_donors(const mki_segment *s, size_t gap, gifts *g)
+{
+    g->n = 0;
+    g->b.n = 0;
+    unsigned room = MKI_HUGE_PIECES - s->pieces.n - 2;
+    while (gap > 0 && g->n < CACHE_SLOTS) {
+        int pick = -1;
+        for (unsigned i = 0; i < ncached; i++) {
+            mki_segment *e = cache[i].seg;
+            if (e->huge_committed == e->size &&
+                (pick < 0 || cache[i].since_ns < cache[pick].since_ns))
+                pick = (int)i;
+        }
+        if (pick < 0)
+            return;
+        mki_segment *e = cache[pick].seg;
+        size_t len = e->size <= gap ? e->size : gap;
+        size_t lo = e->size - len; /* 0: the whole mapping */
+        unsigned inside = borders_in(&e->pieces, lo, e->size);
+        if (1 + inside > room)
+            return;
+        room -= 1 + inside;
+        donor *d = &g->d[g->n++];
+        *d = (donor){(char *)e + lo, len, g->b.n, inside};
+        for (unsigned k = 0; k < e->pieces.n; k++)
+            if (e->pieces.at[k] > lo)
+                g->b.at[g->b.n++] = e->pieces.at[k] - lo;
+        if (lo == 0) {
+            mki_segment_register(e, 0);
+            cache_take((unsigned)pick);
+        } else {
+            e->size = lo;
+            e->huge_committed = lo;
+            borders_cut(&e->pieces, lo);
+            UNCOUNT(cached_bytes, len);
+        }
+        gap -= len;
+    }
+}
+
+/* Move the gifts @g into mapping @s from byte @at on (lock not held);
+ * without @s (it could not grow), unmap them. */
+static void take_donors(mki_segment *s, size_t at, const gifts *g)
+{
+    for (unsigned i = 0; i < g->n; i++) {
+        const donor *d = &g->d[i];
+        if (!s) {
+            mki_mem_forget(d->from, d->len);
+            mki_os_release(d->from, d->len, d->len);
+            continue;
+        }
+        move_pieces(d->from, d->len, g->b.at + d->b0, d->nb, s, &s->pieces, at);
+        at += d->len;
+    }
+    if (s && g->n && at < s->size)
+        border_add(&s->pieces, at); /* where the fresh pages resume */
+}
+
+/* Move cached mapping @s, made of pieces, to a new place of @need bytes,
+ * piece by piece (its contents do not matter).  Returns the new place, or
+ * NULL after giving @s back. */
+static mki_segment *move_grown(mki_segment *s, size_t need)
+{
+    size_t have = s->size;
+    mki_huge_pieces b = s->pieces, nb = {0};
+    mki_segment *t = NULL;
+    /* (mki_os_move's rule: committed whole; and room for one border) */
+    if (s->huge_committed == have && b.n < MKI_HUGE_PIECES)
+        t = mki_os_reserve(need, MKI_SEG_SIZE);
+    if (t && mki_os_commit(t, need) != 0) {
+        mki_os_release(t, need, 0);
+        t = NULL;
+    }
+    if (!t) {
+        unmap(s);
+        return NULL;
+    }
+    mki_segment_register(s, 0);
+    move_pieces((char *)s, have, b.at, b.n, t, &nb, 0);
+    border_add(&nb, have);
+    if (mki_segment_register(t, 1) != 0) {
+        mki_os_release(t, need, need);
+        errno = ENOMEM;
+        return NULL;
+    }
+    t->pieces = nb; /* (the header's own piece may not have moved) */
+    t->size = need;
+    t->huge_committed = need;
+    return t;
+}
+
+/* Grow cached mapping @s to @need bytes: in place, else moved.  Returns
+ * the mapping, or NULL after giving @s back if that failed. */
 static mki_segment *grow(mki_segment *s, size_t need)
 {
     size_t have = s->size, committed = s->huge_committed;
     mki_mem_forget(s, have); /* if it moves, its old range is unmapped */
+    if (s->pieces.n) { /* only its last piece can grow in place */
+        size_t last = s->pieces.at[s->pieces.n - 1];
+        if (mki_os_extend((char *)s + last, have - last, need - last) == 0) {
+            s->size = need;
+            s->huge_committed = committed + (need - have);
+            return s;
+        }
+        return move_grown(s, need);
+    }
     mki_segment *moved = mki_os_resize(s, have, need, MKI_SEG_SIZE, 0);
     if (!moved) {
         unmap(s);
@@ -314,12 +504,21 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
     mki_segment *s = NULL, *expired[2 * CACHE_SLOTS + 2];
     unsigned nexp = 0;
     if (off == MKI_OS_PAGE && !guard) {
+        /* a mapping that must grow takes the pages of other cached ones
+         * rather than fresh ones (each fresh page costs a fault) */
+        gifts g = {0};
+        size_t have = 0;
         mki_os_lock(&huge_lock);
         s = cache_find(total, expired, &nexp);
+        if (s && s->size < total && s->huge_committed == s->size) {
+            have = s->size;
+            cache_donors(s, total - have, &g);
+        }
         mki_os_unlock(&huge_lock);
         unmap_all(expired, nexp);
         if (s && s->size < total)
             s = grow(s, total);
+        take_donors(s, have, &g);
         if (s && s->huge_committed < s->size) { /* its pages were purged */
             if (mki_os_commit((char *)s + s->huge_committed,
                               s->size - s->huge_committed) != 0) {
@@ -412,7 +611,16 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size)
             mki_os_release_tail(s, have, need, committed);
             if (committed > need)
                 committed = need;
+            borders_cut(&s->pieces, need);
         }
+    } else if (s->pieces.n) {
+        /* made of pieces: only the last can grow, in place; else NULL,
+         * and the caller copies the chunk (moving it piece by piece could
+         * fail half-way, with the chunk's contents split) */
+        size_t last = s->pieces.at[s->pieces.n - 1];
+        if (mki_os_extend((char *)s + last, have - last, need - last) != 0)
+            return NULL; /* errno ENOMEM; the chunk is untouched */
+        committed += need - have;
     } else {
         /* the mapping's start must keep its alignment: a segment, or for a
          * chunk aligned beyond a segment, that chunk's alignment */

@@ -52,6 +52,8 @@
 #define MKI_SLOT_SHIFT 16 /* a slot of the coarse map: 64 units */
 #define MKI_SLOT_UNITS (1u << (MKI_SLOT_SHIFT - MKI_UNIT_SHIFT))
 #define MKI_SLOTS (MKI_SEG_SIZE >> MKI_SLOT_SHIFT)
+/* Borders a huge mapping can record between the pieces it is made of */
+#define MKI_HUGE_PIECES 31
 
 /* ---- size classes (see page/sizeclass.c for the table) ------------------ */
 #define MKI_NCLASS 64              /* 16 .. 32 KiB (at most 64: a bitmap word) */
@@ -152,6 +154,15 @@ enum mki_seg_kind { MKI_SEG_NORMAL = 1, MKI_SEG_HUGE = 2 };
  * offset so that a huge segment can keep a one-page header: its chunk
  * starts right after the entry that describes it.
  */
+/* Where the kernel mappings that make up a huge mapping may begin: offsets
+ * from its start, ascending, inside it (0 is implied).  Where there is no
+ * entry the range is one kernel mapping; an entry where there is no border
+ * costs a system call, no more (huge.c). */
+typedef struct mki_huge_pieces {
+    uint32_t n;
+    size_t at[MKI_HUGE_PIECES];
+} mki_huge_pieces;
+
 struct mki_segment {
     uint32_t magic;
     uint32_t kind;          /* enum mki_seg_kind */
@@ -169,8 +180,13 @@ struct mki_segment {
     size_t huge_committed;  /* huge: bytes committed */
     uint64_t used[MKI_BITMAP_WORDS];      /* unit handed out */
     uint64_t committed[MKI_BITMAP_WORDS]; /* unit may be resident */
-    uint64_t aged[MKI_BITMAP_WORDS];      /* free and committed at the last
-                                             purge pass (segment.c) */
+    union {
+        uint64_t aged[MKI_BITMAP_WORDS]; /* free and committed at the last
+                                            purge pass (segment.c) */
+        /* huge segments: the kernel mappings it is made of (huge.c moves
+         * pages in from other mappings; mremap moves one at a time) */
+        mki_huge_pieces pieces;
+    };
     mki_page huge_page;     /* the descriptor of a huge segment's chunk */
     /* The page map in 64 KiB slots (segment.c, map_set).  A slot that a
      * page covers whole (64 units, or part of a larger page) has its page
