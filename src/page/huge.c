@@ -14,11 +14,14 @@
  * The cache: a freed mapping of an ordinary offset is kept, resident, in a
  * small table (CACHE_SLOTS entries, CACHE_BYTES in all, and no more than
  * the live huge chunks are below their peak: live_peak), and a later request
- * takes the smallest cached mapping that holds it.  A mapping more than
- * twice the size needed gives its tail back (munmap) before it is reused,
- * so a cached mapping never pins much more than the chunk it serves; a
- * request larger than every cached mapping grows the largest one with
- * mremap (its pages move, none is copied or faulted).  Entries older than
+ * takes the smallest cached mapping that holds it.  A mapping longer by a
+ * segment or more is split, and its tail stays cached.  A request larger
+ * than every cached mapping grows the largest one, and fills the growth
+ * with the pages of the other cached mappings, moved in with mremap (none
+ * is copied or faulted; fresh pages cost a fault each), so that a program
+ * whose big blocks change size reuses the memory it already has.  Such a
+ * mapping is made of several kernel mappings, which its header records
+ * (its pieces: mremap grows or moves one at a time).  Entries older than
  * purge_delay_ms go back to the OS on the next huge operation or mk_trim.
  * glibc gets the same effect by raising its mmap threshold after a free, so
  * that such sizes come from its heap; without the cache a loop of 64 KiB -

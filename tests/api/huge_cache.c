@@ -12,13 +12,23 @@
  *    (W8's pattern): after every malloc and free, live + cached <= the
  *    live peak so far (the cache bounded by its 64 MiB alone broke this:
  *    W8 peaked 15 MiB above what its chunks needed), and at least a third
- *    of the allocations are served from the cache.
+ *    of the allocations are served from the cache;
+ *  - a request larger than every cached mapping grows the largest with the
+ *    pages of the others (moved, not faulted: the grown chunk holds what
+ *    they held, where fresh pages would read zero), and such a mapping,
+ *    now made of several kernel mappings, grows again (in place or
+ *    moved) and reallocates;
+ *  - a move that fails leaves fresh pages in its place, and the OS
+ *    counters come back to where they started once all is freed.
  */
 #include "harness.h"
 
 #include <memkit.h>
 
 #include "internal.h"
+
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 #define MiB ((size_t)1 << 20)
 
@@ -111,8 +121,114 @@ static void test_bound_and_reuse(void)
     mk_ctx_delete(c);
 }
 
+static long minor_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
+/* Occupy the page after @p's mapping, so that it cannot grow in place
+ * (NULL if that address was taken anyway). */
+static void *block_after(void *p)
+{
+    mki_segment *s = mki_segment_of(p);
+    void *at = (char *)s + s->size;
+    void *q = mmap(at, 4096, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    return q == at ? q : NULL;
+}
+
+static void test_gather(void)
+{
+    mk_ctx *c = mk_ctx_new(NULL, "gather", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(c);
+    mk_trim();
+    size_t reserved0 = mki_os_reserved(), committed0 = mki_os_committed();
+    char *a = mk_alloc(c, 6 * MiB), *b = mk_alloc(c, 6 * MiB),
+         *d = mk_alloc(c, 6 * MiB);
+    REQUIRE(a && b && d);
+    memset(a, 0xaa, 6 * MiB);
+    memset(b, 0xbb, 6 * MiB);
+    memset(d, 0xdd, 6 * MiB);
+    mk_free(a);
+    mk_free(b); /* both cached: the live chunks are 12 MiB below their peak */
+
+    /* 11 MiB: one of them, grown by the other's pages */
+    long f0 = minor_faults();
+    char *x = mk_alloc(c, 11 * MiB);
+    REQUIRE_NOT_NULL(x);
+    CHECK(x[0] == (char)0xaa || x[0] == (char)0xbb);
+    CHECK(x[11 * MiB - 1] == (char)0xaa || x[11 * MiB - 1] == (char)0xbb);
+    size_t zero_pages = 0;
+    for (size_t off = 0; off < 11 * MiB; off += 4096)
+        zero_pages += x[off] == 0;
+    CHECK_EQ(zero_pages, 0u);
+    memset(x, 0x11, 11 * MiB);
+    long faults = minor_faults() - f0;
+    printf("  11 MiB from two cached 6 MiB mappings: %ld faults (fresh: %zu)\n",
+           faults, (size_t)(11 * MiB / 4096));
+    CHECK_LT(faults, (long)(11 * MiB / 4096 / 2));
+
+    /* x's mapping is made of two kernel mappings: free it, then ask more,
+     * with the address after it taken, so that it must move to grow */
+    mk_free(x);
+    void *wall = block_after(x);
+    char *y = mk_alloc(c, 14 * MiB);
+    REQUIRE_NOT_NULL(y);
+    CHECK(y[0] == 0x11 || y[0] == (char)0xbb);
+    for (size_t off = 0; off < 14 * MiB; off += 4096)
+        y[off] = 0x22;
+    if (wall)
+        munmap(wall, 4096);
+
+    /* a live chunk made of pieces reallocates (in place, or copied) */
+    wall = block_after(y);
+    char *z = mk_realloc(y, 30 * MiB);
+    REQUIRE_NOT_NULL(z);
+    CHECK(z[0] == 0x22 && z[14 * MiB - 4096] == 0x22);
+    if (wall)
+        munmap(wall, 4096);
+    mk_free(z);
+    mk_free(d);
+
+    /* each OS request of such an allocation failing in turn: it succeeds
+     * or fails cleanly, and where the move failed the chunk has fresh
+     * pages there (the mapping grown, the other's pages not moved in) */
+    int move_failed = 0;
+    for (long n = 1; n <= 6; n++) {
+        mk_trim(); /* (an empty cache again) */
+        a = mk_alloc(c, 6 * MiB);
+        b = mk_alloc(c, 6 * MiB);
+        d = mk_alloc(c, 6 * MiB);
+        REQUIRE(a && b && d);
+        memset(a, 0xaa, 6 * MiB);
+        memset(b, 0xbb, 6 * MiB);
+        mk_free(a);
+        mk_free(b);
+        mki_os_fail_at(n, 0);
+        x = mk_alloc(c, 11 * MiB);
+        mki_os_fail_at(0, 0);
+        if (x) {
+            int head = x[0] == (char)0xaa || x[0] == (char)0xbb;
+            move_failed |= head && x[11 * MiB - 1] == 0;
+            memset(x, 0x33, 11 * MiB);
+            CHECK(x[11 * MiB - 1] == 0x33);
+            mk_free(x);
+        }
+        mk_free(d);
+    }
+    CHECK(move_failed);
+
+    mk_ctx_delete(c);
+    mk_trim();
+    CHECK_EQ(mki_os_committed(), committed0);
+    CHECK_EQ(mki_os_reserved(), reserved0);
+}
+
 int main(void)
 {
     RUN(test_bound_and_reuse);
+    RUN(test_gather);
     return th_done();
 }
