@@ -41,11 +41,16 @@
 #include "purge.h"
 
 #include <errno.h>
+
 #include <string.h>
 #include <sys/mman.h>
 
+_Static_assert(sizeof(mki_huge_pieces) <= 3 * sizeof(uint64_t) * MKI_BITMAP_WORDS,
+               "a huge mapping's pieces fit in the bitmaps' bytes");
+
 #define CACHE_SLOTS 16
 #define CACHE_BYTES ((size_t)64 << 20)
+#define SPLIT_MIN ((size_t)1 << 20)
 
 typedef struct cached {
     mki_segment *seg;
@@ -96,9 +101,10 @@ static mki_page *header_set(mki_segment *s, size_t total, size_t committed,
                             size_t off, size_t body)
 {
     char *chunk = (char *)s + off;
-    mki_huge_pieces pieces = s->pieces; /* (zero in a fresh mapping) */
-    mki_mem_undefined(s, header_bytes(unit_of(chunk)));
-    s->pieces = pieces;
+    /* all but the pieces (zero in a fresh mapping) */
+    size_t p0 = offsetof(mki_segment, pieces), p1 = p0 + sizeof s->pieces;
+    mki_mem_undefined(s, p0);
+    mki_mem_undefined((char *)s + p1, header_bytes(unit_of(chunk)) - p1);
     s->magic = MKI_SEG_MAGIC;
     s->kind = MKI_SEG_HUGE;
     s->size = total;
@@ -233,19 +239,82 @@ static mki_segment *cache_take_oldest(void)
     return cache_take(oldest);
 }
 
-/* Live chunks grew by @bytes: raise the peak, and unmap what the cache
+/* What cache_trim takes out, for the caller to give back without the
+ * lock: whole mappings, and tails cut off mappings that stay cached. */
+typedef struct trim {
+    unsigned ng, nc;
+    mki_segment *gone[CACHE_SLOTS];
+    struct {
+        char *at;
+        size_t len, committed;
+    } cut[CACHE_SLOTS];
+} trim;
+
+/* Take about @want committed bytes out of the cache, the oldest mappings
+ * first: a whole mapping when it holds no more than what is left to take
+ * (or little else), else its tail, so that a small excess does not cost a
+ * large mapping (lock held). */
+static void cache_trim(size_t want, trim *t)
+{
+    t->ng = t->nc = 0;
+    size_t taken = 0;
+    for (unsigned tries = 0; taken < want && tries < CACHE_SLOTS; tries++) {
+        int pick = -1;
+        for (unsigned i = 0; i < ncached; i++)
+            if (cache[i].seg->huge_committed > MKI_OS_PAGE &&
+                (pick < 0 || cache[i].since_ns < cache[pick].since_ns))
+                pick = (int)i;
+        if (pick < 0)
+            return;
+        mki_segment *e = cache[pick].seg;
+        size_t len = round_page(want - taken);
+        if (len + MKI_OS_PAGE >= e->size) {
+            taken += e->huge_committed;
+            t->gone[t->ng++] = cache_take((unsigned)pick);
+            continue;
+        }
+        /* its tail (a mapping's committed bytes are a prefix) */
+        size_t keep = e->size - len;
+        size_t committed = e->huge_committed > keep ? e->huge_committed - keep : 0;
+        t->cut[t->nc].at = (char *)e + keep;
+        t->cut[t->nc].len = len;
+        t->cut[t->nc++].committed = committed;
+        e->size = keep;
+        e->huge_committed -= committed;
+        borders_cut(&e->pieces, keep);
+        UNCOUNT(cached_bytes, committed);
+        taken += committed;
+    }
+}
+
+/* Give back what cache_trim took (lock not held); returns its committed
+ * bytes. */
+static size_t trim_release(trim *t)
+{
+    size_t bytes = 0;
+    for (unsigned i = 0; i < t->ng; i++)
+        bytes += t->gone[i]->huge_committed;
+    unmap_all(t->gone, t->ng);
+    for (unsigned i = 0; i < t->nc; i++) {
+        mki_mem_forget(t->cut[i].at, t->cut[i].len);
+        mki_os_release(t->cut[i].at, t->cut[i].len, t->cut[i].committed);
+        bytes += t->cut[i].committed;
+    }
+    return bytes;
+}
+
+/* Live chunks grew by @bytes: raise the peak, and give back what the cache
  * holds beyond its bound now (lock not held). */
 static void live_grew(size_t bytes)
 {
     mki_atomic_max(&live_peak, COUNT(live_committed, bytes) + bytes);
-    mki_segment *over[CACHE_SLOTS];
-    unsigned n = 0;
+    trim t;
     mki_os_lock(&huge_lock);
     size_t bound = cache_bound();
-    while (ncached > 0 && atomic_load_explicit(&cached_bytes, memory_order_relaxed) > bound)
-        over[n++] = cache_take_oldest();
+    size_t have = atomic_load_explicit(&cached_bytes, memory_order_relaxed);
+    cache_trim(have > bound ? have - bound : 0, &t);
     mki_os_unlock(&huge_lock);
-    unmap_all(over, n);
+    trim_release(&t);
 }
 
 /* Put free mapping @s in the cache (lock held), merged with the cached
@@ -482,6 +551,50 @@ static mki_segment *grow(mki_segment *s, size_t need)
     return moved;
 }
 
+/* Move the pages of mapping @s (taken from the cache, committed whole)
+ * past its first @total bytes, when there are SPLIT_MIN or more of them, to
+ * a mapping of their own behind a fresh header page, and cache it: a chunk
+ * then keeps no resident pages it does not use (the cache splits its
+ * mappings only at a segment boundary, where a header can go; W8 peaked
+ * 3.4 MiB above glibc for such tails), and they serve a later request
+ * without a fault.  On any failure @s keeps them. */
+static void split_excess(mki_segment *s, size_t total)
+{
+    if (s->size < total + SPLIT_MIN || s->huge_committed != s->size)
+        return;
+    size_t excess = s->size - total, tsize = MKI_OS_PAGE + excess;
+    size_t at[MKI_HUGE_PIECES];
+    unsigned nb = 0;
+    for (unsigned k = 0; k < s->pieces.n; k++)
+        if (s->pieces.at[k] > total)
+            at[nb++] = s->pieces.at[k] - total;
+    if (nb == MKI_HUGE_PIECES)
+        return; /* (no room for the border after the header) */
+    mki_segment *t = mki_os_reserve(tsize, MKI_SEG_SIZE);
+    if (!t)
+        return;
+    if (mki_os_commit(t, tsize) != 0) {
+        mki_os_release(t, tsize, 0);
+        return;
+    }
+    if (mki_segment_register(t, 1) != 0) {
+        mki_os_release(t, tsize, tsize);
+        return;
+    }
+    mki_huge_pieces tb = {0};
+    move_pieces((char *)s + total, excess, at, nb, t, &tb, MKI_OS_PAGE);
+    borders_cut(&s->pieces, total);
+    s->size = total;
+    s->huge_committed = total;
+    header_free(t, tsize, tsize);
+    t->pieces = tb;
+    mki_segment *out[CACHE_SLOTS + 1];
+    mki_os_lock(&huge_lock);
+    unsigned n = cache_put(t, out);
+    mki_os_unlock(&huge_lock);
+    unmap_all(out, n);
+}
+
 /* ---- allocation and release ------------------------------------------------ */
 
 mki_page *mki_huge_alloc(size_t size, size_t align)
@@ -519,6 +632,11 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
         }
         mki_os_unlock(&huge_lock);
         unmap_all(expired, nexp);
+        /* fresh pages (grown beyond the gifts, or purged): the peak rule */
+        size_t gifted = 0;
+        for (unsigned i = 0; i < g.n; i++)
+            gifted += g.d[i].len;
+        int fresh = s && (s->size + gifted < total || s->huge_committed < s->size);
         if (s && s->size < total)
             s = grow(s, total);
         take_donors(s, have, &g);
@@ -531,10 +649,11 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
             s->huge_committed = s->size;
         }
         if (s) {
+            split_excess(s, total);
             mki_page *pg = header_set(s, s->size, s->huge_committed, off, body);
             COUNT(live_count, 1);
             live_grew(s->huge_committed);
-            mki_purge_used(0);
+            mki_purge_used(fresh);
             return pg; /* reused: not zero, no MKI_PF_FRESH */
         }
     }
@@ -720,6 +839,15 @@ size_t mki_huge_purge(int force, int unmap_all_due,
         unmap_all(out, no);
     }
     return total;
+}
+
+size_t mki_huge_shed(size_t want)
+{
+    trim t;
+    mki_os_lock(&huge_lock);
+    cache_trim(want, &t);
+    mki_os_unlock(&huge_lock);
+    return trim_release(&t);
 }
 
 void mki_huge_use(size_t *live_bytes, size_t *cache_bytes)

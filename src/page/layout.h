@@ -53,7 +53,7 @@
 #define MKI_SLOT_UNITS (1u << (MKI_SLOT_SHIFT - MKI_UNIT_SHIFT))
 #define MKI_SLOTS (MKI_SEG_SIZE >> MKI_SLOT_SHIFT)
 /* Borders a huge mapping can record between the pieces it is made of */
-#define MKI_HUGE_PIECES 31
+#define MKI_HUGE_PIECES 191 /* (the bytes of a segment's three bitmaps) */
 
 /* ---- size classes (see page/sizeclass.c for the table) ------------------ */
 #define MKI_NCLASS 64              /* 16 .. 32 KiB (at most 64: a bitmap word) */
@@ -178,11 +178,13 @@ struct mki_segment {
     uint64_t empty_since_ns; /* when it last became empty (purge delay) */
     uint64_t freed_ns;      /* when a page of it last went back to it */
     size_t huge_committed;  /* huge: bytes committed */
-    uint64_t used[MKI_BITMAP_WORDS];      /* unit handed out */
-    uint64_t committed[MKI_BITMAP_WORDS]; /* unit may be resident */
     union {
-        uint64_t aged[MKI_BITMAP_WORDS]; /* free and committed at the last
-                                            purge pass (segment.c) */
+        struct {
+            uint64_t used[MKI_BITMAP_WORDS];      /* unit handed out */
+            uint64_t committed[MKI_BITMAP_WORDS]; /* unit may be resident */
+            uint64_t aged[MKI_BITMAP_WORDS]; /* free and committed at the
+                                                last purge pass (segment.c) */
+        };
         /* huge segments: the kernel mappings it is made of (huge.c moves
          * pages in from other mappings; mremap moves one at a time) */
         mki_huge_pieces pieces;

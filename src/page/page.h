@@ -114,6 +114,10 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size);
  * mapping will be due later.  Returns the bytes purged. */
 size_t mki_huge_purge(int force, int unmap_due, unsigned long long delay_ns,
                       int *pending, unsigned long long *next_due);
+/* Give back (unmap) about @want bytes of the cached mappings' resident
+ * pages, the oldest first, whole mappings or their tails; returns the
+ * committed bytes given back (the peak rule, purge.c). */
+size_t mki_huge_shed(size_t want);
 /* Committed bytes of the live huge chunks and of the cached mappings,
  * without the cache's lock (relaxed). */
 void mki_huge_use(size_t *live_bytes, size_t *cache_bytes);

@@ -356,7 +356,7 @@ void mki_purge_used(int fresh)
      * (W7), whose slack was 2 MiB of cached huge mappings, walked every
      * segment's bitmap on each of 241 fresh commits and took nothing: 0.75%
      * of its time.) */
-    size_t want = slack > room ? slack - room : 0;
+    size_t over = slack > room ? slack - room : 0, want = over;
     if (want > seg_slack)
         want = seg_slack;
     size_t stuck = atomic_load_explicit(&shed_stuck, memory_order_relaxed);
@@ -369,6 +369,12 @@ void mki_purge_used(int fresh)
         mki_os_unlock(&pass_lock);
         atomic_store_explicit(&shed_stuck, b < want ? seg_slack - b : 0,
                               memory_order_relaxed);
+        atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
+        held -= b < held ? b : held;
+        over -= b < over ? b : over;
+    }
+    if (over >= SHED_MIN && huge_cached) { /* then the cached mappings */
+        size_t b = mki_huge_shed(over);
         atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
         held -= b < held ? b : held;
     }
