@@ -239,16 +239,19 @@ static mki_segment *cache_take_oldest(void)
     return cache_take(oldest);
 }
 
-/* What cache_trim takes out, for the caller to give back without the
- * lock: whole mappings, and tails cut off mappings that stay cached. */
+/* What the cache gives up under its lock, for the caller to give back
+ * without it (trim_release): whole mappings, and tails cut off mappings
+ * that stay cached.  Start it zeroed (TRIM_INIT). */
+#define TRIM_MAX (2 * CACHE_SLOTS + 2)
 typedef struct trim {
     unsigned ng, nc;
-    mki_segment *gone[CACHE_SLOTS];
+    mki_segment *gone[TRIM_MAX];
     struct {
         char *at;
         size_t len, committed;
-    } cut[CACHE_SLOTS];
+    } cut[TRIM_MAX];
 } trim;
+#define TRIM_INIT {0, 0, {0}, {{0, 0, 0}}}
 
 /* Take about @want committed bytes out of the cache, the oldest mappings
  * first: a whole mapping when it holds no more than what is left to take
@@ -256,9 +259,8 @@ typedef struct trim {
  * large mapping (lock held). */
 static void cache_trim(size_t want, trim *t)
 {
-    t->ng = t->nc = 0;
     size_t taken = 0;
-    for (unsigned tries = 0; taken < want && tries < CACHE_SLOTS; tries++) {
+    while (taken < want && t->ng < TRIM_MAX && t->nc < TRIM_MAX) {
         int pick = -1;
         for (unsigned i = 0; i < ncached; i++)
             if (cache[i].seg->huge_committed > MKI_OS_PAGE &&
@@ -287,8 +289,8 @@ static void cache_trim(size_t want, trim *t)
     }
 }
 
-/* Give back what cache_trim took (lock not held); returns its committed
- * bytes. */
+/* Give back what the cache gave up into @t (lock not held); returns its
+ * committed bytes. */
 static size_t trim_release(trim *t)
 {
     size_t bytes = 0;
@@ -308,7 +310,7 @@ static size_t trim_release(trim *t)
 static void live_grew(size_t bytes)
 {
     mki_atomic_max(&live_peak, COUNT(live_committed, bytes) + bytes);
-    trim t;
+    trim t = TRIM_INIT;
     mki_os_lock(&huge_lock);
     size_t bound = cache_bound();
     size_t have = atomic_load_explicit(&cached_bytes, memory_order_relaxed);
@@ -319,18 +321,17 @@ static void live_grew(size_t bytes)
 
 /* Put free mapping @s in the cache (lock held), merged with the cached
  * mappings next to it in the address space (so a later large request
- * finds them whole).  The oldest entries beyond the cache's bounds move to
- * @out for the caller to unmap; returns how many.  A mapping too big for
- * the cache goes to @out itself.
+ * finds them whole).  What the cache gives up to stay within its bounds
+ * goes to @t: the oldest entry when every slot is taken, the oldest
+ * entries' tails for the bytes, or @s itself when it is too big.
  * A mapping's committed bytes are a prefix of it (huge_committed counts
  * them from its start: what a split and a purge rely on), so two mappings
  * merge only when the lower one is committed whole: a purged mapping (its
  * header page committed, the rest not) below a resident one would make
  * the resident pages look uncommitted, and no purge would find them
  * (found by review). */
-static unsigned cache_put(mki_segment *s, mki_segment **out)
+static void cache_put(mki_segment *s, trim *t)
 {
-    unsigned n = 0;
     for (unsigned i = 0; i < ncached;) {
         mki_segment *e = cache[i].seg;
         mki_segment *lo = e < s ? e : s, *hi = e < s ? s : e;
@@ -352,28 +353,27 @@ static unsigned cache_put(mki_segment *s, mki_segment **out)
         i++;
     }
     size_t bound = cache_bound();
-    while (ncached > 0 && (ncached == CACHE_SLOTS ||
-                           atomic_load_explicit(&cached_bytes, memory_order_relaxed) +
-                                   s->huge_committed > bound))
-        out[n++] = cache_take_oldest();
     if (s->huge_committed > bound) {
-        out[n++] = s;
-        return n;
+        t->gone[t->ng++] = s;
+        return;
     }
+    if (ncached == CACHE_SLOTS)
+        t->gone[t->ng++] = cache_take_oldest();
+    size_t have = atomic_load_explicit(&cached_bytes, memory_order_relaxed);
+    if (have + s->huge_committed > bound)
+        cache_trim(have + s->huge_committed - bound, t);
     cache[ncached].seg = s;
     cache[ncached].since_ns = mki_os_now_ns();
     ncached++;
     COUNT(cached_bytes, s->huge_committed);
-    return n;
 }
 
 /* Take the cached mapping that best holds @need bytes (the smallest that
  * does, else the largest, to grow), or NULL.  A mapping longer than @need
  * by a segment or more is split at a segment boundary and its tail stays
  * in the cache: no system call, and the tail's pages stay resident for the
- * next request (lock held; what the cache evicts goes to @out, counted in
- * *@nout). */
-static mki_segment *cache_find(size_t need, mki_segment **out, unsigned *nout)
+ * next request (lock held; what the cache gives up goes to @t). */
+static mki_segment *cache_find(size_t need, trim *t)
 {
     int best = -1, largest = -1;
     for (unsigned i = 0; i < ncached; i++) {
@@ -400,7 +400,7 @@ static mki_segment *cache_find(size_t need, mki_segment **out, unsigned *nout)
             borders_cut(&s->pieces, keep);
             s->size = keep;
             s->huge_committed -= tail_committed;
-            *nout += cache_put(tail, out + *nout);
+            cache_put(tail, t);
         }
     }
     return s;
@@ -588,11 +588,11 @@ static void split_excess(mki_segment *s, size_t total)
     s->huge_committed = total;
     header_free(t, tsize, tsize);
     t->pieces = tb;
-    mki_segment *out[CACHE_SLOTS + 1];
+    trim over = TRIM_INIT;
     mki_os_lock(&huge_lock);
-    unsigned n = cache_put(t, out);
+    cache_put(t, &over);
     mki_os_unlock(&huge_lock);
-    unmap_all(out, n);
+    trim_release(&over);
 }
 
 /* ---- allocation and release ------------------------------------------------ */
@@ -617,21 +617,21 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
      * mappings (the guard must follow each chunk's own end) */
     size_t guard = mki_secure >= 2 ? MKI_OS_PAGE : 0;
     size_t total = off + body + guard;
-    mki_segment *s = NULL, *expired[2 * CACHE_SLOTS + 2];
-    unsigned nexp = 0;
+    mki_segment *s = NULL;
     if (off == MKI_OS_PAGE && !guard) {
         /* a mapping that must grow takes the pages of other cached ones
          * rather than fresh ones (each fresh page costs a fault) */
         gifts g = {0};
         size_t have = 0;
         mki_os_lock(&huge_lock);
-        s = cache_find(total, expired, &nexp);
+        trim over = TRIM_INIT;
+        s = cache_find(total, &over);
         if (s && s->size < total && s->huge_committed == s->size) {
             have = s->size;
             cache_donors(s, total - have, &g);
         }
         mki_os_unlock(&huge_lock);
-        unmap_all(expired, nexp);
+        trim_release(&over);
         /* fresh pages (grown beyond the gifts, or purged): the peak rule */
         size_t gifted = 0;
         for (unsigned i = 0; i < g.n; i++)
@@ -700,17 +700,16 @@ void mki_huge_release(mki_page *pg)
     pg->ctx = NULL;
     UNCOUNT(live_count, 1);
     UNCOUNT(live_committed, s->huge_committed);
-    mki_segment *expired[2 * CACHE_SLOTS + 2];
-    unsigned nexp = 0;
+    trim over = TRIM_INIT;
     if ((size_t)(pg->start - (char *)s) == MKI_OS_PAGE && !at_once &&
         mki_secure < 2 && mki_option(MKI_OPT_PURGE_DELAY_MS) != 0) {
         mki_os_lock(&huge_lock);
-        nexp += cache_put(s, expired + nexp);
+        cache_put(s, &over);
         mki_os_unlock(&huge_lock);
     } else {
-        expired[nexp++] = s;
+        over.gone[over.ng++] = s;
     }
-    unmap_all(expired, nexp);
+    trim_release(&over);
     mki_purge_note(); /* a cached mapping: purge it in time */
 }
 
@@ -830,20 +829,19 @@ size_t mki_huge_purge(int force, int unmap_all_due,
         total += drop;
     }
     if (nt) {
-        mki_segment *out[2 * CACHE_SLOTS + 2];
-        unsigned no = 0;
+        trim over = TRIM_INIT;
         mki_os_lock(&huge_lock);
         for (unsigned i = 0; i < nt; i++)
-            no += cache_put(thin[i], out + no);
+            cache_put(thin[i], &over);
         mki_os_unlock(&huge_lock);
-        unmap_all(out, no);
+        trim_release(&over);
     }
     return total;
 }
 
 size_t mki_huge_shed(size_t want)
 {
-    trim t;
+    trim t = TRIM_INIT;
     mki_os_lock(&huge_lock);
     cache_trim(want, &t);
     mki_os_unlock(&huge_lock);
