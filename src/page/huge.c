@@ -553,7 +553,8 @@ static mki_segment *grow(mki_segment *s, size_t need)
 
 /* Move the pages of mapping @s (taken from the cache, committed whole)
  * past its first @total bytes, when there are SPLIT_MIN or more of them, to
- * a mapping of their own behind a fresh header page, and cache it: a chunk
+ * a mapping of their own (their first page becomes its header), and cache
+ * it: a chunk
  * then keeps no resident pages it does not use (the cache splits its
  * mappings only at a segment boundary, where a header can go; W8 peaked
  * 3.4 MiB above glibc for such tails), and they serve a later request
@@ -562,31 +563,29 @@ static void split_excess(mki_segment *s, size_t total)
 {
     if (s->size < total + SPLIT_MIN || s->huge_committed != s->size)
         return;
-    size_t excess = s->size - total, tsize = MKI_OS_PAGE + excess;
+    size_t excess = s->size - total;
     size_t at[MKI_HUGE_PIECES];
     unsigned nb = 0;
     for (unsigned k = 0; k < s->pieces.n; k++)
         if (s->pieces.at[k] > total)
             at[nb++] = s->pieces.at[k] - total;
-    if (nb == MKI_HUGE_PIECES)
-        return; /* (no room for the border after the header) */
-    mki_segment *t = mki_os_reserve(tsize, MKI_SEG_SIZE);
+    mki_segment *t = mki_os_reserve(excess, MKI_SEG_SIZE);
     if (!t)
         return;
-    if (mki_os_commit(t, tsize) != 0) {
-        mki_os_release(t, tsize, 0);
+    if (mki_os_commit(t, excess) != 0) {
+        mki_os_release(t, excess, 0);
         return;
     }
     if (mki_segment_register(t, 1) != 0) {
-        mki_os_release(t, tsize, tsize);
+        mki_os_release(t, excess, excess);
         return;
     }
     mki_huge_pieces tb = {0};
-    move_pieces((char *)s + total, excess, at, nb, t, &tb, MKI_OS_PAGE);
+    move_pieces((char *)s + total, excess, at, nb, t, &tb, 0);
     borders_cut(&s->pieces, total);
     s->size = total;
     s->huge_committed = total;
-    header_free(t, tsize, tsize);
+    header_free(t, excess, excess);
     t->pieces = tb;
     trim over = TRIM_INIT;
     mki_os_lock(&huge_lock);
