@@ -431,6 +431,8 @@ static void cache_donors(const mki_segment *s, size_t gap, gifts *g)
 {
     g->n = 0;
     g->b.n = 0;
+    if (s->pieces.n + 2 > MKI_HUGE_PIECES)
+        return;
     unsigned room = MKI_HUGE_PIECES - s->pieces.n - 2;
     while (gap > 0 && g->n < CACHE_SLOTS) {
         int pick = -1;
@@ -554,11 +556,10 @@ static mki_segment *grow(mki_segment *s, size_t need)
 /* Move the pages of mapping @s (taken from the cache, committed whole)
  * past its first @total bytes, when there are SPLIT_MIN or more of them, to
  * a mapping of their own (their first page becomes its header), and cache
- * it: a chunk
- * then keeps no resident pages it does not use (the cache splits its
- * mappings only at a segment boundary, where a header can go; W8 peaked
- * 3.4 MiB above glibc for such tails), and they serve a later request
- * without a fault.  On any failure @s keeps them. */
+ * it: a chunk then keeps no resident pages it does not use (the cache
+ * splits its mappings only at a segment boundary, where a header can go;
+ * W8 peaked 3.4 MiB above glibc for such tails), and they serve a later
+ * request without a fault.  On any failure @s keeps them. */
 static void split_excess(mki_segment *s, size_t total)
 {
     if (s->size < total + SPLIT_MIN || s->huge_committed != s->size)
