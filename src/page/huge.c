@@ -50,7 +50,7 @@ _Static_assert(sizeof(mki_huge_pieces) <= 3 * sizeof(uint64_t) * MKI_BITMAP_WORD
 
 #define CACHE_SLOTS 16
 #define CACHE_BYTES ((size_t)64 << 20)
-#define SPLIT_MIN ((size_t)1 << 20)
+#define SPLIT_MIN ((size_t)2 << 20)
 
 typedef struct cached {
     mki_segment *seg;

@@ -20,7 +20,7 @@
  *    moved) and reallocates;
  *  - a move that fails leaves fresh pages in its place, and the OS
  *    counters come back to where they started once all is freed;
- *  - a cached mapping 1 MiB or more longer than the request gives the rest
+ *  - a cached mapping 2 MiB or more longer than the request gives the rest
  *    of its pages to a cached mapping of their own, which serves the next
  *    request without faults;
  *  - run first, on a fresh process: when small chunks take fresh memory
@@ -250,30 +250,29 @@ static void test_split(void)
     mk_ctx *c = mk_ctx_new(NULL, "split", MK_GENERAL, NULL);
     REQUIRE_NOT_NULL(c);
     mk_trim();
-    size_t live, cache, live0, cache0;
-    figures(&live0, &cache0);
-    (void)live0;
-    char *a = mk_alloc(c, 6 * MiB), *d = mk_alloc(c, 6 * MiB);
+    size_t live, cache, cache0;
+    figures(&live, &cache0);
+    char *a = mk_alloc(c, 8 * MiB), *d = mk_alloc(c, 8 * MiB);
     REQUIRE(a && d);
-    memset(a, 0xaa, 6 * MiB);
-    mk_free(a); /* cached: 6 MiB and its header page */
-    char *x = mk_alloc(c, 4 * MiB + 512 * 1024);
+    memset(a, 0xaa, 8 * MiB);
+    mk_free(a); /* cached: 8 MiB and its header page */
+    const size_t xn = 5 * MiB + 512 * 1024, yn = 2 * MiB + 256 * 1024;
+    char *x = mk_alloc(c, xn);
     REQUIRE_NOT_NULL(x);
     CHECK(x == a);
     figures(&live, &cache);
     /* the chunk's mapping is cut to it (a sanitizer's redzone may add a
-     * page or two); the 1.5 MiB past it are cached */
+     * page or two); the 2.5 MiB past it are cached */
     mki_segment *xs = mki_segment_of(x);
-    CHECK_GE(xs->size, 4 * MiB + 512 * 1024 + 4096);
-    CHECK_LE(xs->size, 4 * MiB + 512 * 1024 + 64 * 1024);
-    CHECK_GE(cache - cache0, 3 * MiB / 2 - 64 * 1024);
-    CHECK_LE(cache - cache0, 3 * MiB / 2 + 4096);
-    (void)live;
+    CHECK_GE(xs->size, xn + 4096);
+    CHECK_LE(xs->size, xn + 64 * 1024);
+    CHECK_GE(cache - cache0, 5 * MiB / 2 - 64 * 1024);
+    CHECK_LE(cache - cache0, 5 * MiB / 2 + 4096);
     long f0 = minor_faults();
-    char *y = mk_alloc(c, 1 * MiB + 256 * 1024); /* takes them */
+    char *y = mk_alloc(c, yn); /* takes them */
     REQUIRE_NOT_NULL(y);
-    CHECK(y[0] == (char)0xaa && y[1 * MiB + 256 * 1024 - 1] == (char)0xaa);
-    memset(y, 1, 1 * MiB + 256 * 1024);
+    CHECK(y[0] == (char)0xaa && y[yn - 1] == (char)0xaa);
+    memset(y, 1, yn);
     long faults = minor_faults() - f0;
     if (COUNT_FAULTS)
         CHECK_LT(faults, 128);
