@@ -23,6 +23,10 @@
  *  - a cached mapping 2 MiB or more longer than the request gives the rest
  *    of its pages to a cached mapping of their own, which serves the next
  *    request without faults;
+ *  - 4 threads allocating, reallocating and freeing huge chunks of 1 -
+ *    12 MiB, each page stamped and checked (gifts, splits and trims from
+ *    several threads at once: no chunk shares a page with another, and
+ *    the OS counters balance at the end);
  *  - run first, on a fresh process: when small chunks take fresh memory
  *    past the most memkit held, the cached huge mappings are shed (the
  *    peak rule), not only the segments' free units.
@@ -33,6 +37,7 @@
 
 #include "internal.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -284,6 +289,110 @@ static void test_split(void)
     mk_ctx_delete(c);
 }
 
+/* ---- threads ---- */
+
+#define HT_THREADS 4
+#define HT_ROUNDS 120
+#define HT_LIVE 3
+
+typedef struct ht_arg {
+    mk_ctx *ctx;
+    unsigned idx;
+    long bad; /* pages whose stamp was wrong */
+    long nulls;
+} ht_arg;
+
+static uint64_t ht_stamp(unsigned t, unsigned round, size_t page)
+{
+    return ((uint64_t)t << 56) ^ ((uint64_t)round << 32) ^ page ^ 0x5a5a;
+}
+
+static void ht_write(char *p, size_t n, unsigned t, unsigned round)
+{
+    for (size_t o = 0; o + 8 <= n; o += 4096) {
+        uint64_t w = ht_stamp(t, round, o >> 12);
+        memcpy(p + o, &w, 8);
+    }
+}
+
+static long ht_check(const char *p, size_t n, unsigned t, unsigned round)
+{
+    long bad = 0;
+    for (size_t o = 0; o + 8 <= n; o += 4096) {
+        uint64_t w;
+        memcpy(&w, p + o, 8);
+        bad += w != ht_stamp(t, round, o >> 12);
+    }
+    return bad;
+}
+
+static void *ht_main(void *arg)
+{
+    ht_arg *a = arg;
+    th_rng r = {1000 + a->idx};
+    char *p[HT_LIVE] = {0};
+    size_t n[HT_LIVE] = {0};
+    unsigned stamp[HT_LIVE] = {0};
+    for (unsigned round = 1; round <= HT_ROUNDS; round++) {
+        unsigned k = round % HT_LIVE;
+        size_t sz = MiB + (size_t)th_below(&r, 11 * 1024) * 1024;
+        if (p[k] && th_below(&r, 4) == 0) { /* grow or shrink it */
+            char *q = mk_realloc(p[k], sz);
+            if (!q) {
+                a->nulls++;
+                continue;
+            }
+            a->bad += ht_check(q, n[k] < sz ? n[k] : sz, a->idx, stamp[k]);
+            p[k] = q;
+        } else {
+            if (p[k]) {
+                a->bad += ht_check(p[k], n[k], a->idx, stamp[k]);
+                mk_free(p[k]);
+            }
+            p[k] = mk_alloc(a->ctx, sz);
+            if (!p[k]) {
+                a->nulls++;
+                continue;
+            }
+        }
+        n[k] = sz;
+        stamp[k] = round;
+        ht_write(p[k], sz, a->idx, round);
+    }
+    for (unsigned k = 0; k < HT_LIVE; k++)
+        if (p[k]) {
+            a->bad += ht_check(p[k], n[k], a->idx, stamp[k]);
+            mk_free(p[k]);
+        }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    mk_trim();
+    size_t reserved0 = mki_os_reserved(), committed0 = mki_os_committed();
+    ht_arg args[HT_THREADS];
+    pthread_t th[HT_THREADS];
+    mk_ctx *ctx[HT_THREADS];
+    for (unsigned i = 0; i < HT_THREADS; i++) {
+        ctx[i] = mk_ctx_new(NULL, "huge threads", MK_GENERAL, NULL);
+        REQUIRE_NOT_NULL(ctx[i]);
+        args[i] = (ht_arg){ctx[i], i, 0, 0};
+    }
+    for (unsigned i = 0; i < HT_THREADS; i++)
+        REQUIRE(pthread_create(&th[i], NULL, ht_main, &args[i]) == 0);
+    for (unsigned i = 0; i < HT_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_EQ(args[i].bad, 0);
+        CHECK_EQ(args[i].nulls, 0);
+    }
+    for (unsigned i = 0; i < HT_THREADS; i++)
+        mk_ctx_delete(ctx[i]);
+    mk_trim();
+    CHECK_EQ(mki_os_committed(), committed0);
+    CHECK_EQ(mki_os_reserved(), reserved0);
+}
+
 /* Run first: the peak rule acts only past the most memkit ever held. */
 static void test_shed(void)
 {
@@ -325,5 +434,6 @@ int main(void)
     RUN(test_bound_and_reuse);
     RUN(test_gather);
     RUN(test_split);
+    RUN(test_threads);
     return th_done();
 }
