@@ -535,18 +535,19 @@ static mki_segment *grow(mki_segment *s, size_t need)
         }
         return move_grown(s, need);
     }
+    /* out of the registry before the move: once its old range is unmapped
+     * another mapping may take the address and register it, and a later
+     * removal would make that one's chunks look foreign (test_threads) */
+    mki_segment_register(s, 0);
     mki_segment *moved = mki_os_resize(s, have, need, MKI_SEG_SIZE, 0);
     if (!moved) {
-        unmap(s);
+        mki_os_release(s, have, committed);
         return NULL;
     }
-    if (moved != s) {
-        mki_segment_register(s, 0);
-        if (mki_segment_register(moved, 1) != 0) {
-            mki_os_release(moved, need, committed + (need - have));
-            errno = ENOMEM;
-            return NULL;
-        }
+    if (mki_segment_register(moved, 1) != 0) {
+        mki_os_release(moved, need, committed + (need - have));
+        errno = ENOMEM;
+        return NULL;
     }
     moved->size = need;
     moved->huge_committed = committed + (need - have);
@@ -751,19 +752,21 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size)
             align = (size_t)(c & (0 - c));
             at = MKI_SEG_SIZE;
         }
+        /* out of the registry first, as grow() does (no other thread may
+         * free this chunk meanwhile: its owner is reallocating it) */
+        mki_segment_register(s, 0);
         mki_segment *moved = mki_os_resize(s, have, need, align, at);
-        if (!moved)
+        if (!moved) {
+            mki_segment_register(s, 1); /* (it was there a moment ago) */
             return NULL; /* errno ENOMEM; the chunk is untouched */
+        }
         if (moved != s) /* the old range was unmapped (ASan keeps its
                            shadow otherwise: the next mapping there would
                            start poisoned) */
             mki_mem_forget(s, have);
         committed += need - have;
-        if (moved != s) {
-            mki_segment_register(s, 0);
-            if (mki_segment_register(moved, 1) != 0)
-                errno = ENOMEM; /* checking build only; see below */
-        }
+        if (mki_segment_register(moved, 1) != 0)
+            errno = ENOMEM; /* checking build only; see below */
         s = moved;
     }
     /* the descriptor lives in the header, which may have moved with it */
