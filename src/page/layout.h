@@ -149,11 +149,6 @@ struct mki_page {
 /* ---- segments ----------------------------------------------------------- */
 enum mki_seg_kind { MKI_SEG_NORMAL = 1, MKI_SEG_HUGE = 2 };
 
-/*
- * The header at the start of every segment.  The map sits at a fixed
- * offset so that a huge segment can keep a one-page header: its chunk
- * starts right after the entry that describes it.
- */
 /* Where the kernel mappings that make up a huge mapping may begin: offsets
  * from its start, ascending, inside it (0 is implied).  Where there is no
  * entry the range is one kernel mapping; an entry where there is no border
@@ -163,6 +158,11 @@ typedef struct mki_huge_pieces {
     size_t at[MKI_HUGE_PIECES];
 } mki_huge_pieces;
 
+/*
+ * The header at the start of every segment.  The map sits at a fixed
+ * offset so that a huge segment can keep a one-page header: its chunk
+ * starts right after the entry that describes it.
+ */
 struct mki_segment {
     uint32_t magic;
     uint32_t kind;          /* enum mki_seg_kind */

@@ -323,16 +323,15 @@ static void want_if_large(void)
  * units beyond go back at once, whatever their age.  Only when what memkit
  * holds reaches a new high: units given back and used again are not (larson
  * with 4 threads, whose pages come and go, ran 26% slower when every fresh
- * commit could shed, and be shed again).  The cached huge
- * mappings count, and go after the units, oldest first, their tails cut
- * (shed first, they made W8's loop of 64 KiB - 32 MiB blocks 17% slower for
- * 0.5 MiB); after the units, they keep a huge cache that the huge chunks'
- * own peak allows from piling onto a peak of small chunks (api_huge_cache
- * test_shed).  Without
- * the rule a program whose new blocks do not fit the holes its freed ones
- * left grew by the holes until the delay: Python (W7) held 4.6 MiB of free
- * units at its peak, and peaked at 68.4 MiB against glibc's 67.5 (66.3
- * with it). */
+ * commit could shed, and be shed again).  The cached huge mappings count,
+ * and go after the units, oldest first, their tails cut (shed first, they
+ * made W8's loop of 64 KiB - 32 MiB blocks 17% slower for 0.5 MiB); after
+ * the units, they keep a huge cache that the huge chunks' own peak allows
+ * from piling onto a peak of small chunks (api_huge_cache test_shed).
+ * Without the rule a program whose new blocks do not fit the holes its
+ * freed ones left grew by the holes until the delay: Python (W7) held 4.6
+ * MiB of free units at its peak, and peaked at 68.4 MiB against glibc's
+ * 67.5 (66.3 with it). */
 #define PEAK_MARGIN_MIN ((size_t)1 << 20)
 static _Atomic size_t use_peak;  /* the most in use */
 static _Atomic size_t held_high; /* the most held (in use + slack) */
@@ -352,9 +351,9 @@ void mki_purge_used(int fresh)
         return; /* (memory used again after a shed is not a new high) */
     size_t margin = peak / 64 > PEAK_MARGIN_MIN ? peak / 64 : PEAK_MARGIN_MIN;
     size_t room = peak - use + margin;
-    /* the segments' free units go first, and of them only whole OS pages
-     * (then the cached huge mappings, below): a shed that
-     * took less than it was asked for leaves the rest (`stuck`), and the
+    /* the segments' free units go first (then the cached huge mappings,
+     * below), and of them only whole OS pages: a shed that took less than
+     * it was asked for leaves the rest (`stuck`), and the
      * next one waits until there is more than that.  (Without it, sqlite3
      * (W7), whose slack was 2 MiB of cached huge mappings, walked every
      * segment's bitmap on each of 241 fresh commits and took nothing: 0.75%
