@@ -21,7 +21,10 @@
  * is copied or faulted; fresh pages cost a fault each), so that a program
  * whose big blocks change size reuses the memory it already has.  Such a
  * mapping is made of several kernel mappings, which its header records
- * (its pieces: mremap grows or moves one at a time).  Entries older than
+ * (its pieces, huge_pieces.h: mremap grows or moves one at a time).  And a
+ * request that takes a mapping SPLIT_MIN or more longer than it moves the
+ * rest to a cached mapping of its own, so that a chunk holds no resident
+ * pages it does not use.  Entries older than
  * purge_delay_ms go back to the OS on the next huge operation or mk_trim.
  * glibc gets the same effect by raising its mmap threshold after a free, so
  * that such sizes come from its heap; without the cache a loop of 64 KiB -
@@ -30,7 +33,8 @@
  *
  * Realloc of a huge chunk resizes its mapping: mremap in place when the
  * address space after it is free, else to a new aligned place (the pages
- * move, none is copied); shrinking gives the tail back.
+ * move, none is copied); shrinking gives the tail back.  A chunk made of
+ * pieces grows in place by its last piece, else its caller copies it.
  *
  * Zeroed memory: a fresh mapping is zero, so its chunk carries
  * MKI_PF_FRESH and calloc does not clear it; a reused one is cleared.
@@ -38,15 +42,12 @@
  * One mutex guards the cache; mappings are made and released outside it.
  */
 
+#include "huge_pieces.h"
 #include "purge.h"
 
 #include <errno.h>
-
 #include <string.h>
 #include <sys/mman.h>
-
-_Static_assert(sizeof(mki_huge_pieces) <= 3 * sizeof(uint64_t) * MKI_BITMAP_WORDS,
-               "a huge mapping's pieces fit in the bitmaps' bytes");
 
 #define CACHE_SLOTS 16
 #define CACHE_BYTES ((size_t)64 << 20)
@@ -118,63 +119,6 @@ static mki_page *header_set(mki_segment *s, size_t total, size_t committed,
     pg->end = chunk + body;
     s->map[unit_of(chunk)] = pg;
     return pg;
-}
-
-/* ---- pieces ------------------------------------------------------------------ */
-
-/* A huge mapping may be made of several kernel mappings: pages moved in
- * from another mapping stay a kernel mapping of their own (they belong to
- * another anon_vma), and two cached mappings merged stay two.  mremap
- * grows or moves one kernel mapping at a time, so the header records
- * where each may begin (layout.h, mki_huge_pieces), and a mapping moves
- * piece by piece. */
-
-/* Add a border at @at to @b (ascending; 0 or a repeat adds none).  0, or
- * -1 when @b is full. */
-static int border_add(mki_huge_pieces *b, size_t at)
-{
-    if (at == 0 || (b->n && b->at[b->n - 1] >= at))
-        return 0;
-    if (b->n == MKI_HUGE_PIECES)
-        return -1;
-    b->at[b->n++] = at;
-    return 0;
-}
-
-/* Drop the borders of @b at or past @size (the mapping ends there). */
-static void borders_cut(mki_huge_pieces *b, size_t size)
-{
-    while (b->n && b->at[b->n - 1] >= size)
-        b->n--;
-}
-
-/* How many borders of @b lie in (@lo, @hi). */
-static unsigned borders_in(const mki_huge_pieces *b, size_t lo, size_t hi)
-{
-    unsigned k = 0;
-    for (unsigned i = 0; i < b->n; i++)
-        k += b->at[i] > lo && b->at[i] < hi;
-    return k;
-}
-
-/* Move the @len bytes at @from, committed whole, whose kernel mappings
- * begin at the @nb offsets @at (ascending, inside), to byte @t_at of
- * mapping @t, piece by piece, and record each piece's start as a border
- * of @t in @tb (the caller made room: 1 + @nb).  A piece that cannot move
- * is unmapped, and the pages under it stay: callers move free memory
- * only, whose contents do not matter. */
-static void move_pieces(char *from, size_t len, const size_t *at, unsigned nb,
-                        mki_segment *t, mki_huge_pieces *tb, size_t t_at)
-{
-    mki_mem_forget(from, len); /* moved or unmapped */
-    size_t x = 0;
-    for (unsigned i = 0; x < len; i++) {
-        size_t y = i < nb ? at[i] : len;
-        border_add(tb, t_at + x);
-        if (mki_os_move(from + x, y - x, (char *)t + t_at + x) != 0)
-            mki_os_release(from + x, y - x, y - x);
-        x = y;
-    }
 }
 
 /* ---- the cache ------------------------------------------------------------- */
@@ -283,7 +227,7 @@ static void cache_trim(size_t want, trim *t)
         t->cut[t->nc++].committed = committed;
         e->size = keep;
         e->huge_committed -= committed;
-        borders_cut(&e->pieces, keep);
+        mki_huge_borders_cut(&e->pieces, keep);
         UNCOUNT(cached_bytes, committed);
         taken += committed;
     }
@@ -340,9 +284,9 @@ static void cache_put(mki_segment *s, trim *t)
             lo->pieces.n + 1 + hi->pieces.n <= MKI_HUGE_PIECES) {
             cache_take(i);
             mki_huge_pieces hb = hi->pieces;
-            border_add(&lo->pieces, lo->size);
+            mki_huge_border_add(&lo->pieces, lo->size);
             for (unsigned k = 0; k < hb.n; k++)
-                border_add(&lo->pieces, lo->size + hb.at[k]);
+                mki_huge_border_add(&lo->pieces, lo->size + hb.at[k]);
             lo->size += hi->size;
             lo->huge_committed += hi->huge_committed;
             mki_segment_register(hi, 0);
@@ -395,9 +339,9 @@ static mki_segment *cache_find(size_t need, trim *t)
         header_free(tail, s->size - keep, tail_committed);
         for (unsigned k = 0; k < s->pieces.n; k++)
             if (s->pieces.at[k] > keep)
-                border_add(&tail->pieces, s->pieces.at[k] - keep);
+                mki_huge_border_add(&tail->pieces, s->pieces.at[k] - keep);
         if (mki_segment_register(tail, 1) == 0) {
-            borders_cut(&s->pieces, keep);
+            mki_huge_borders_cut(&s->pieces, keep);
             s->size = keep;
             s->huge_committed -= tail_committed;
             cache_put(tail, t);
@@ -447,7 +391,7 @@ static void cache_donors(const mki_segment *s, size_t gap, gifts *g)
         mki_segment *e = cache[pick].seg;
         size_t len = e->size <= gap ? e->size : gap;
         size_t lo = e->size - len; /* 0: the whole mapping */
-        unsigned inside = borders_in(&e->pieces, lo, e->size);
+        unsigned inside = mki_huge_borders_in(&e->pieces, lo, e->size);
         if (1 + inside > room)
             return;
         room -= 1 + inside;
@@ -462,7 +406,7 @@ static void cache_donors(const mki_segment *s, size_t gap, gifts *g)
         } else {
             e->size = lo;
             e->huge_committed = lo;
-            borders_cut(&e->pieces, lo);
+            mki_huge_borders_cut(&e->pieces, lo);
             UNCOUNT(cached_bytes, len);
         }
         gap -= len;
@@ -480,11 +424,11 @@ static void take_donors(mki_segment *s, size_t at, const gifts *g)
             mki_os_release(d->from, d->len, d->len);
             continue;
         }
-        move_pieces(d->from, d->len, g->b.at + d->b0, d->nb, s, &s->pieces, at);
+        mki_huge_move_pieces(d->from, d->len, g->b.at + d->b0, d->nb, s, &s->pieces, at);
         at += d->len;
     }
     if (s && g->n && at < s->size)
-        border_add(&s->pieces, at); /* where the fresh pages resume */
+        mki_huge_border_add(&s->pieces, at); /* where the fresh pages resume */
 }
 
 /* Move cached mapping @s, made of pieces, to a new place of @need bytes,
@@ -507,8 +451,8 @@ static mki_segment *move_grown(mki_segment *s, size_t need)
         return NULL;
     }
     mki_segment_register(s, 0);
-    move_pieces((char *)s, have, b.at, b.n, t, &nb, 0);
-    border_add(&nb, have);
+    mki_huge_move_pieces((char *)s, have, b.at, b.n, t, &nb, 0);
+    mki_huge_border_add(&nb, have);
     if (mki_segment_register(t, 1) != 0) {
         mki_os_release(t, need, need);
         errno = ENOMEM;
@@ -583,8 +527,8 @@ static void split_excess(mki_segment *s, size_t total)
         return;
     }
     mki_huge_pieces tb = {0};
-    move_pieces((char *)s + total, excess, at, nb, t, &tb, 0);
-    borders_cut(&s->pieces, total);
+    mki_huge_move_pieces((char *)s + total, excess, at, nb, t, &tb, 0);
+    mki_huge_borders_cut(&s->pieces, total);
     s->size = total;
     s->huge_committed = total;
     header_free(t, excess, excess);
@@ -733,7 +677,7 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size)
             mki_os_release_tail(s, have, need, committed);
             if (committed > need)
                 committed = need;
-            borders_cut(&s->pieces, need);
+            mki_huge_borders_cut(&s->pieces, need);
         }
     } else if (s->pieces.n) {
         /* made of pieces: only the last can grow, in place; else NULL,
