@@ -163,6 +163,18 @@ static void header_free(mki_segment *s, size_t size, size_t committed)
     s->pieces.n = 0;
 }
 
+/* Mapping @s ends at @keep bytes now (what lay past it was split off,
+ * moved or unmapped): its size, committed bytes and borders follow;
+ * returns the committed bytes it lost. */
+static size_t cut_to(mki_segment *s, size_t keep)
+{
+    size_t gone = s->huge_committed > keep ? s->huge_committed - keep : 0;
+    s->size = keep;
+    s->huge_committed -= gone;
+    mki_huge_borders_cut(&s->pieces, keep);
+    return gone;
+}
+
 /* What the cache may hold now: CACHE_BYTES, and no more than the live
  * chunks are below their peak. */
 static size_t cache_bound(void)
@@ -173,14 +185,23 @@ static size_t cache_bound(void)
     return room < CACHE_BYTES ? room : CACHE_BYTES;
 }
 
-/* The oldest cached mapping, out of the cache (lock held; ncached > 0). */
-static mki_segment *cache_take_oldest(void)
+/* Which cached mappings cache_oldest looks at. */
+enum { ANY, RESIDENT /* pages beyond the header */, WHOLE /* committed whole */ };
+
+/* The entry of the oldest cached mapping of kind @which, or -1 (lock
+ * held). */
+static int cache_oldest(int which)
 {
-    unsigned oldest = 0;
-    for (unsigned i = 1; i < ncached; i++)
-        if (cache[i].since_ns < cache[oldest].since_ns)
-            oldest = i;
-    return cache_take(oldest);
+    int pick = -1;
+    for (unsigned i = 0; i < ncached; i++) {
+        const mki_segment *e = cache[i].seg;
+        if ((which == RESIDENT && e->huge_committed <= MKI_OS_PAGE) ||
+            (which == WHOLE && e->huge_committed != e->size))
+            continue;
+        if (pick < 0 || cache[i].since_ns < cache[pick].since_ns)
+            pick = (int)i;
+    }
+    return pick;
 }
 
 /* What the cache gives up under its lock, for the caller to give back
@@ -205,31 +226,32 @@ static void cache_trim(size_t want, trim *t)
 {
     size_t taken = 0;
     while (taken < want && t->ng < TRIM_MAX && t->nc < TRIM_MAX) {
-        int pick = -1;
-        for (unsigned i = 0; i < ncached; i++)
-            if (cache[i].seg->huge_committed > MKI_OS_PAGE &&
-                (pick < 0 || cache[i].since_ns < cache[pick].since_ns))
-                pick = (int)i;
+        /* (a purged mapping holds its header page only: it goes whole, once
+         * no other is left; else the bound could stay a page short, as
+         * test_bound_and_reuse found under TSan, the purge thread having
+         * had the time to thin the cache) */
+        int pick = cache_oldest(RESIDENT);
+        if (pick < 0)
+            pick = cache_oldest(ANY);
         if (pick < 0)
             return;
         mki_segment *e = cache[pick].seg;
         size_t len = round_page(want - taken);
-        if (len + MKI_OS_PAGE >= e->size) {
+        if (len + MKI_OS_PAGE >= e->huge_committed) {
             taken += e->huge_committed;
             t->gone[t->ng++] = cache_take((unsigned)pick);
             continue;
         }
-        /* its tail (a mapping's committed bytes are a prefix) */
-        size_t keep = e->size - len;
-        size_t committed = e->huge_committed > keep ? e->huge_committed - keep : 0;
+        /* its tail from where @len committed bytes are left to the end: a
+         * mapping's committed bytes are a prefix, and one merged onto a
+         * purged neighbour has an uncommitted end (a cut of that alone
+         * took nothing, TRIM_MAX times, and left the bound exceeded) */
+        size_t keep = e->huge_committed - len;
         t->cut[t->nc].at = (char *)e + keep;
-        t->cut[t->nc].len = len;
-        t->cut[t->nc++].committed = committed;
-        e->size = keep;
-        e->huge_committed -= committed;
-        mki_huge_borders_cut(&e->pieces, keep);
-        UNCOUNT(cached_bytes, committed);
-        taken += committed;
+        t->cut[t->nc].len = e->size - keep;
+        t->cut[t->nc++].committed = cut_to(e, keep);
+        UNCOUNT(cached_bytes, len);
+        taken += len;
     }
 }
 
@@ -249,6 +271,16 @@ static size_t trim_release(trim *t)
     return bytes;
 }
 
+/* Trim the cache so that it and @adding more bytes fit its bound (lock
+ * held; what goes, to @t). */
+static void cache_fit(size_t adding, trim *t)
+{
+    size_t bound = cache_bound();
+    size_t after = atomic_load_explicit(&cached_bytes, memory_order_relaxed) + adding;
+    if (after > bound)
+        cache_trim(after - bound, t);
+}
+
 /* Live chunks grew by @bytes: raise the peak, and give back what the cache
  * holds beyond its bound now (lock not held). */
 static void live_grew(size_t bytes)
@@ -256,9 +288,7 @@ static void live_grew(size_t bytes)
     mki_atomic_max(&live_peak, COUNT(live_committed, bytes) + bytes);
     trim t = TRIM_INIT;
     mki_os_lock(&huge_lock);
-    size_t bound = cache_bound();
-    size_t have = atomic_load_explicit(&cached_bytes, memory_order_relaxed);
-    cache_trim(have > bound ? have - bound : 0, &t);
+    cache_fit(0, &t);
     mki_os_unlock(&huge_lock);
     trim_release(&t);
 }
@@ -296,20 +326,28 @@ static void cache_put(mki_segment *s, trim *t)
         }
         i++;
     }
-    size_t bound = cache_bound();
-    if (s->huge_committed > bound) {
+    if (s->huge_committed > cache_bound()) {
         t->gone[t->ng++] = s;
         return;
     }
     if (ncached == CACHE_SLOTS)
-        t->gone[t->ng++] = cache_take_oldest();
-    size_t have = atomic_load_explicit(&cached_bytes, memory_order_relaxed);
-    if (have + s->huge_committed > bound)
-        cache_trim(have + s->huge_committed - bound, t);
+        t->gone[t->ng++] = cache_take((unsigned)cache_oldest(ANY));
+    cache_fit(s->huge_committed, t);
     cache[ncached].seg = s;
     cache[ncached].since_ns = mki_os_now_ns();
     ncached++;
     COUNT(cached_bytes, s->huge_committed);
+}
+
+/* Put free mapping @s in the cache, and give back what that makes the
+ * cache give up (lock not held). */
+static void cache_give(mki_segment *s)
+{
+    trim over = TRIM_INIT;
+    mki_os_lock(&huge_lock);
+    cache_put(s, &over);
+    mki_os_unlock(&huge_lock);
+    trim_release(&over);
 }
 
 /* Take the cached mapping that best holds @need bytes (the smallest that
@@ -337,13 +375,10 @@ static mki_segment *cache_find(size_t need, trim *t)
         size_t tail_committed =
             s->huge_committed > keep ? s->huge_committed - keep : 0;
         header_free(tail, s->size - keep, tail_committed);
-        for (unsigned k = 0; k < s->pieces.n; k++)
-            if (s->pieces.at[k] > keep)
-                mki_huge_border_add(&tail->pieces, s->pieces.at[k] - keep);
+        tail->pieces.n = (uint32_t)mki_huge_borders_from(
+            &s->pieces, keep, tail->pieces.at, MKI_HUGE_PIECES);
         if (mki_segment_register(tail, 1) == 0) {
-            mki_huge_borders_cut(&s->pieces, keep);
-            s->size = keep;
-            s->huge_committed -= tail_committed;
+            cut_to(s, keep);
             cache_put(tail, t);
         }
     }
@@ -370,47 +405,40 @@ typedef struct gifts {
  * @s (committed whole) is to grow, the oldest mappings first, into @g
  * (lock held): whole mappings while they fit, then the tail of the next.
  * A purged mapping has no pages to give, and @s has room for so many
- * borders: its own, one where it grows, and each gift's. */
-static void cache_donors(const mki_segment *s, size_t gap, gifts *g)
+ * borders: its own, one where it grows, and each gift's.  Returns the
+ * bytes given. */
+static size_t cache_donors(const mki_segment *s, size_t gap, gifts *g)
 {
+    size_t given = 0;
     g->n = 0;
     g->b.n = 0;
     if (s->pieces.n + 2 > MKI_HUGE_PIECES)
-        return;
+        return 0;
     unsigned room = MKI_HUGE_PIECES - s->pieces.n - 2;
-    while (gap > 0 && g->n < CACHE_SLOTS) {
-        int pick = -1;
-        for (unsigned i = 0; i < ncached; i++) {
-            mki_segment *e = cache[i].seg;
-            if (e->huge_committed == e->size &&
-                (pick < 0 || cache[i].since_ns < cache[pick].since_ns))
-                pick = (int)i;
-        }
+    while (given < gap && g->n < CACHE_SLOTS) {
+        int pick = cache_oldest(WHOLE);
         if (pick < 0)
-            return;
+            break;
         mki_segment *e = cache[pick].seg;
-        size_t len = e->size <= gap ? e->size : gap;
+        size_t len = e->size <= gap - given ? e->size : gap - given;
         size_t lo = e->size - len; /* 0: the whole mapping */
-        unsigned inside = mki_huge_borders_in(&e->pieces, lo, e->size);
-        if (1 + inside > room)
-            return;
-        room -= 1 + inside;
-        donor *d = &g->d[g->n++];
-        *d = (donor){(char *)e + lo, len, g->b.n, inside};
-        for (unsigned k = 0; k < e->pieces.n; k++)
-            if (e->pieces.at[k] > lo)
-                g->b.at[g->b.n++] = e->pieces.at[k] - lo;
+        int nb = room ? mki_huge_borders_from(&e->pieces, lo,
+                                              g->b.at + g->b.n, room - 1)
+                      : -1;
+        if (nb < 0)
+            break;
+        room -= 1 + (unsigned)nb;
+        g->d[g->n++] = (donor){(char *)e + lo, len, g->b.n, (unsigned)nb};
+        g->b.n += (uint32_t)nb;
         if (lo == 0) {
             mki_segment_register(e, 0);
             cache_take((unsigned)pick);
         } else {
-            e->size = lo;
-            e->huge_committed = lo;
-            mki_huge_borders_cut(&e->pieces, lo);
-            UNCOUNT(cached_bytes, len);
+            UNCOUNT(cached_bytes, cut_to(e, lo));
         }
-        gap -= len;
+        given += len;
     }
+    return given;
 }
 
 /* Move the gifts @g into mapping @s from byte @at on (lock not held);
@@ -431,6 +459,31 @@ static void take_donors(mki_segment *s, size_t at, const gifts *g)
         mki_huge_border_add(&s->pieces, at); /* where the fresh pages resume */
 }
 
+/* Commit the first @committed bytes of new reservation @s (of @size
+ * bytes) and register it: 0, or -1 after giving the reservation back. */
+static int commit_register(mki_segment *s, size_t size, size_t committed)
+{
+    if (mki_os_commit(s, committed) != 0) {
+        mki_os_release(s, size, 0);
+        return -1;
+    }
+    if (mki_segment_register(s, 1) != 0) {
+        mki_os_release(s, size, committed);
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
+/* A new mapping of @size bytes, aligned to a segment, committed and
+ * registered, for pages to be moved into; NULL if any step failed (none
+ * then holds). */
+static mki_segment *fresh_place(size_t size)
+{
+    mki_segment *t = mki_os_reserve(size, MKI_SEG_SIZE);
+    return t && commit_register(t, size, size) == 0 ? t : NULL;
+}
+
 /* Move cached mapping @s, made of pieces, to a new place of @need bytes,
  * piece by piece (its contents do not matter).  Returns the new place, or
  * NULL after giving @s back. */
@@ -441,11 +494,7 @@ static mki_segment *move_grown(mki_segment *s, size_t need)
     mki_segment *t = NULL;
     /* (mki_os_move's rule: committed whole; and room for one border) */
     if (s->huge_committed == have && b.n < MKI_HUGE_PIECES)
-        t = mki_os_reserve(need, MKI_SEG_SIZE);
-    if (t && mki_os_commit(t, need) != 0) {
-        mki_os_release(t, need, 0);
-        t = NULL;
-    }
+        t = fresh_place(need);
     if (!t) {
         unmap(s);
         return NULL;
@@ -453,11 +502,6 @@ static mki_segment *move_grown(mki_segment *s, size_t need)
     mki_segment_register(s, 0);
     mki_huge_move_pieces((char *)s, have, b.at, b.n, t, &nb, 0);
     mki_huge_border_add(&nb, have);
-    if (mki_segment_register(t, 1) != 0) {
-        mki_os_release(t, need, need);
-        errno = ENOMEM;
-        return NULL;
-    }
     t->pieces = nb; /* (the header's own piece may not have moved) */
     t->size = need;
     t->huge_committed = need;
@@ -510,34 +554,17 @@ static void split_excess(mki_segment *s, size_t total)
     if (s->size < total + SPLIT_MIN || s->huge_committed != s->size)
         return;
     size_t excess = s->size - total;
-    size_t at[MKI_HUGE_PIECES];
-    unsigned nb = 0;
-    for (unsigned k = 0; k < s->pieces.n; k++)
-        if (s->pieces.at[k] > total)
-            at[nb++] = s->pieces.at[k] - total;
-    mki_segment *t = mki_os_reserve(excess, MKI_SEG_SIZE);
+    mki_segment *t = fresh_place(excess);
     if (!t)
         return;
-    if (mki_os_commit(t, excess) != 0) {
-        mki_os_release(t, excess, 0);
-        return;
-    }
-    if (mki_segment_register(t, 1) != 0) {
-        mki_os_release(t, excess, excess);
-        return;
-    }
+    size_t at[MKI_HUGE_PIECES];
+    int nb = mki_huge_borders_from(&s->pieces, total, at, MKI_HUGE_PIECES);
     mki_huge_pieces tb = {0};
-    mki_huge_move_pieces((char *)s + total, excess, at, nb, t, &tb, 0);
-    mki_huge_borders_cut(&s->pieces, total);
-    s->size = total;
-    s->huge_committed = total;
+    mki_huge_move_pieces((char *)s + total, excess, at, (unsigned)nb, t, &tb, 0);
+    cut_to(s, total);
     header_free(t, excess, excess);
     t->pieces = tb;
-    trim over = TRIM_INIT;
-    mki_os_lock(&huge_lock);
-    cache_put(t, &over);
-    mki_os_unlock(&huge_lock);
-    trim_release(&over);
+    cache_give(t);
 }
 
 /* ---- allocation and release ------------------------------------------------ */
@@ -567,20 +594,17 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
         /* a mapping that must grow takes the pages of other cached ones
          * rather than fresh ones (each fresh page costs a fault) */
         gifts g = {0};
-        size_t have = 0;
+        size_t have = 0, gifted = 0;
         mki_os_lock(&huge_lock);
         trim over = TRIM_INIT;
         s = cache_find(total, &over);
         if (s && s->size < total && s->huge_committed == s->size) {
             have = s->size;
-            cache_donors(s, total - have, &g);
+            gifted = cache_donors(s, total - have, &g);
         }
         mki_os_unlock(&huge_lock);
         trim_release(&over);
         /* fresh pages (grown beyond the gifts, or purged): the peak rule */
-        size_t gifted = 0;
-        for (unsigned i = 0; i < g.n; i++)
-            gifted += g.d[i].len;
         int fresh = s && (s->size + gifted < total || s->huge_committed < s->size);
         if (s && s->size < total)
             s = grow(s, total);
@@ -614,15 +638,8 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
         errno = ENOMEM;
         return NULL;
     }
-    if (mki_os_commit(s, committed) != 0) {
-        mki_os_release(s, total, 0);
+    if (commit_register(s, total, committed) != 0)
         return NULL;
-    }
-    if (mki_segment_register(s, 1) != 0) {
-        mki_os_release(s, total, committed);
-        errno = ENOMEM;
-        return NULL;
-    }
     mki_page *pg = header_set(s, total, committed, off, body);
     pg->flags = MKI_PF_FRESH;
     mki_purge_grew();
@@ -645,16 +662,11 @@ void mki_huge_release(mki_page *pg)
     pg->ctx = NULL;
     UNCOUNT(live_count, 1);
     UNCOUNT(live_committed, s->huge_committed);
-    trim over = TRIM_INIT;
     if ((size_t)(pg->start - (char *)s) == MKI_OS_PAGE && !at_once &&
-        mki_secure < 2 && mki_option(MKI_OPT_PURGE_DELAY_MS) != 0) {
-        mki_os_lock(&huge_lock);
-        cache_put(s, &over);
-        mki_os_unlock(&huge_lock);
-    } else {
-        over.gone[over.ng++] = s;
-    }
-    trim_release(&over);
+        mki_secure < 2 && mki_option(MKI_OPT_PURGE_DELAY_MS) != 0)
+        cache_give(s);
+    else
+        unmap(s);
     mki_purge_note(); /* a cached mapping: purge it in time */
 }
 

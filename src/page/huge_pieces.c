@@ -27,12 +27,17 @@ void mki_huge_borders_cut(mki_huge_pieces *b, size_t size)
         b->n--;
 }
 
-unsigned mki_huge_borders_in(const mki_huge_pieces *b, size_t lo, size_t hi)
+int mki_huge_borders_from(const mki_huge_pieces *b, size_t lo, size_t *out,
+                          unsigned cap)
 {
-    unsigned k = 0;
-    for (unsigned i = 0; i < b->n; i++)
-        k += b->at[i] > lo && b->at[i] < hi;
-    return k;
+    unsigned i = 0;
+    while (i < b->n && b->at[i] <= lo)
+        i++;
+    if (b->n - i > cap)
+        return -1;
+    for (unsigned k = i; k < b->n; k++)
+        out[k - i] = b->at[k] - lo;
+    return (int)(b->n - i);
 }
 
 void mki_huge_move_pieces(char *from, size_t len, const size_t *at, unsigned nb,

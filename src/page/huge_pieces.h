@@ -23,8 +23,11 @@ int mki_huge_border_add(mki_huge_pieces *b, size_t at);
 /* Drop the borders of @b at or past @size (the mapping ends there). */
 void mki_huge_borders_cut(mki_huge_pieces *b, size_t size);
 
-/* How many borders of @b lie in (@lo, @hi). */
-unsigned mki_huge_borders_in(const mki_huge_pieces *b, size_t lo, size_t hi);
+/* The borders of @b past @lo, less @lo (those of the range from @lo on),
+ * into @out, ascending; returns how many, or -1 (nothing written) when
+ * there are more than @cap. */
+int mki_huge_borders_from(const mki_huge_pieces *b, size_t lo, size_t *out,
+                          unsigned cap);
 
 /* Move the @len bytes at @from, committed whole, whose kernel mappings
  * begin at the @nb offsets @at (ascending, inside), to byte @t_at of
