@@ -709,17 +709,19 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size)
             at = MKI_SEG_SIZE;
         }
         /* out of the registry first, as grow() does (no other thread may
-         * free this chunk meanwhile: its owner is reallocating it) */
+         * free this chunk meanwhile: its owner is reallocating it); and out
+         * of ASan's shadow before the move too: once the old range is
+         * unmapped another thread may map it and poison parts of it, which
+         * a late forget would wipe (only contexts that are not
+         * instrumented resize here, and they poison nothing of a huge
+         * mapping: forgetting it early loses nothing if the move fails) */
         mki_segment_register(s, 0);
+        mki_mem_forget(s, have);
         mki_segment *moved = mki_os_resize(s, have, need, align, at);
         if (!moved) {
             mki_segment_register(s, 1); /* (it was there a moment ago) */
             return NULL; /* errno ENOMEM; the chunk is untouched */
         }
-        if (moved != s) /* the old range was unmapped (ASan keeps its
-                           shadow otherwise: the next mapping there would
-                           start poisoned) */
-            mki_mem_forget(s, have);
         committed += need - have;
         if (mki_segment_register(moved, 1) != 0)
             errno = ENOMEM; /* checking build only; see below */

@@ -364,21 +364,28 @@ void mki_purge_used(int fresh)
     size_t stuck = atomic_load_explicit(&shed_stuck, memory_order_relaxed);
     if (seg_slack < stuck) /* units used again: the floor follows */
         atomic_store_explicit(&shed_stuck, stuck = seg_slack, memory_order_relaxed);
-    if (want >= SHED_MIN && seg_slack >= stuck + SHED_MIN &&
-        mki_os_trylock(&pass_lock) == 0) {
-        atomic_fetch_add_explicit(&mki_purge_sheds, 1, memory_order_relaxed);
-        size_t b = mki_segment_shed(want, os_how(mki_option(MKI_OPT_PURGE), 0));
+    int units = want >= SHED_MIN && seg_slack >= stuck + SHED_MIN;
+    int mappings = over >= SHED_MIN && huge_cached;
+    /* one shed at a time: two threads that reach a new high together
+     * would each take the whole overshoot (the other's figures are as
+     * stale as its own); the one that does not get the lock leaves it to
+     * the one that does */
+    if ((units || mappings) && mki_os_trylock(&pass_lock) == 0) {
+        if (units) {
+            atomic_fetch_add_explicit(&mki_purge_sheds, 1, memory_order_relaxed);
+            size_t b = mki_segment_shed(want, os_how(mki_option(MKI_OPT_PURGE), 0));
+            atomic_store_explicit(&shed_stuck, b < want ? seg_slack - b : 0,
+                                  memory_order_relaxed);
+            atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
+            held -= b < held ? b : held;
+            over -= b < over ? b : over;
+        }
+        if (over >= SHED_MIN && huge_cached) { /* then the cached mappings */
+            size_t b = mki_huge_shed(over);
+            atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
+            held -= b < held ? b : held;
+        }
         mki_os_unlock(&pass_lock);
-        atomic_store_explicit(&shed_stuck, b < want ? seg_slack - b : 0,
-                              memory_order_relaxed);
-        atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
-        held -= b < held ? b : held;
-        over -= b < over ? b : over;
-    }
-    if (over >= SHED_MIN && huge_cached) { /* then the cached mappings */
-        size_t b = mki_huge_shed(over);
-        atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
-        held -= b < held ? b : held;
     }
     mki_atomic_max(&held_high, held);
 }
