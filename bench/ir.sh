@@ -11,8 +11,9 @@
 # with the heap profile on at its default rate), on libmemkit-malloc-prof
 # (the drop-in for profiling: its countdown inline; profile off and on), ctx24 (mk_alloc/mk_free on
 # a GENERAL context; and profiled), pool24 (mk_pool_alloc,
-# three stores, mk_pool_free) and pool24-inline (MK_POOL_DECLARE's inline
-# functions).  The loop's own work (three stores, a volatile store, the
+# three stores, mk_pool_free), pool24-inline (MK_POOL_DECLARE's inline
+# functions) and pool24-ts (the same on a MK_POOL_THREADSAFE pool).  The
+# loop's own work (three stores, a volatile store, the
 # counter) is a handful of instructions of each figure.
 set -eu
 build=${1:-build}
@@ -54,3 +55,4 @@ per_iter "ctx24 (mk_alloc/mk_free)" ctx24
 per_iter "ctx24, PROFILE=1" ctx24 MEMKIT_PROFILE=1
 per_iter "pool24 (mk_pool_alloc/free)" pool24
 per_iter "pool24-inline (MK_POOL_DECLARE)" pool24-inline
+per_iter "pool24-ts (MK_POOL_THREADSAFE)" pool24-ts

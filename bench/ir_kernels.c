@@ -8,7 +8,8 @@
  *
  * KERNEL: pool24 (N x mk_pool_alloc, three stores, mk_pool_free on a pool
  * of 24-byte objects), pool24-inline (the same through MK_POOL_DECLARE's
- * inline functions), ctx24 (mk_alloc / mk_free on a GENERAL context),
+ * inline functions), pool24-ts (pool24-inline on a MK_POOL_THREADSAFE
+ * pool: no front, so each get and put is a call), ctx24 (mk_alloc / mk_free on a GENERAL context),
  * malloc24 (malloc / free: run it with the drop-in preloaded, or glibc).
  * Everything is set up before the loop, so that the difference of two
  * runs with different N is the loop alone.
@@ -30,7 +31,7 @@ static void *volatile sink;
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: memkit-bench-ir pool24|pool24-inline|ctx24|malloc24 N\n");
+        fprintf(stderr, "usage: memkit-bench-ir pool24|pool24-inline|pool24-ts|ctx24|malloc24 N\n");
         return 2;
     }
     const char *k = argv[1];
@@ -44,8 +45,9 @@ int main(int argc, char **argv)
             mk_pool_free(p, o);
         }
         mk_pool_delete(p);
-    } else if (strcmp(k, "pool24-inline") == 0) {
-        irb_obj24_pool *p = irb_obj24_pool_new("ir", 0);
+    } else if (strcmp(k, "pool24-inline") == 0 || strcmp(k, "pool24-ts") == 0) {
+        irb_obj24_pool *p = irb_obj24_pool_new(
+            "ir", strcmp(k, "pool24-ts") == 0 ? MK_POOL_THREADSAFE : 0);
         for (long i = 0; i < n; i++) {
             obj24 *o = irb_obj24_alloc(p);
             o->a = (uint64_t)i, o->b = 2, o->c = 3;

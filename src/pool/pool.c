@@ -254,6 +254,17 @@ static MKI_NOINLINE void *alloc_slow(mk_pool *pool)
     return mki_slab_alloc_fast((mki_slab *)c);
 }
 
+/* The calling thread's slab of thread-safe pool @pool when the one-entry
+ * cache holds it and its fast paths apply (not instrumented, not secure),
+ * else NULL.  (The cache names thread-safe pools only.) */
+static inline mki_slab *cached_fast(const mk_pool *pool)
+{
+    if (MKI_LIKELY(cache.pool == pool && cache.id == pool->id &&
+                   cache.slab->fast_kind == MK_SLAB))
+        return (mki_slab *)cache.slab;
+    return NULL;
+}
+
 void *mk_pool_alloc(mk_pool *pool)
 {
     void *obj = pool->front.head;
@@ -264,6 +275,9 @@ void *mk_pool_alloc(mk_pool *pool)
     }
     if (MKI_LIKELY(pool->fast != NULL))
         return mki_slab_alloc_fast(pool->fast);
+    mki_slab *s = cached_fast(pool);
+    if (MKI_LIKELY(s != NULL))
+        return mki_slab_alloc_fast(s);
     return alloc_slow(pool);
 }
 
@@ -328,9 +342,11 @@ void mk_pool_free(mk_pool *pool, void *obj)
     }
     if (MKI_UNLIKELY(!obj))
         return;
-    /* the plain pool's own objects: their page is its slab's, found in a
-     * known segment (a pointer elsewhere goes to free_slow, reported) */
-    mki_slab *s = pool->fast;
+    /* the plain pool's own objects, or in a thread-safe pool those of the
+     * calling thread's slab: their page is that slab's, found in a known
+     * segment (a pointer elsewhere goes to free_slow, reported; another
+     * thread's object goes on its slab's remote list there) */
+    mki_slab *s = pool->fast ? pool->fast : cached_fast(pool);
     if (MKI_LIKELY(s != NULL && mki_segment_known(obj))) {
         mki_page *pg = mki_page_of(obj);
         if (MKI_LIKELY(pg != NULL && pg->ctx == &s->base)) {
