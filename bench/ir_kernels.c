@@ -9,10 +9,10 @@
  * KERNEL: pool24 (N x mk_pool_alloc, three stores, mk_pool_free on a pool
  * of 24-byte objects), pool24-inline (the same through MK_POOL_DECLARE's
  * inline functions), pool24-ts (pool24-inline on a MK_POOL_THREADSAFE
- * pool: no front, so each get and put is a call), ctx24 (mk_alloc / mk_free on a GENERAL context),
- * malloc24 (malloc / free: run it with the drop-in preloaded, or glibc).
- * Everything is set up before the loop, so that the difference of two
- * runs with different N is the loop alone.
+ * pool: no front, so each get and put is a call), ctx24 (mk_alloc /
+ * mk_free on a GENERAL context), malloc24 (malloc / free: run it with the
+ * drop-in preloaded, or glibc).  Everything is set up before the loop,
+ * so that the difference of two runs with different N is the loop alone.
  */
 #include <stdint.h>
 #include <stdio.h>
