@@ -115,18 +115,16 @@ MKI_INLINE int mki_generation_free_try(mki_page *pg, void *p)
         c < pg->start + 2 * MKI_GEN_HDR || c + MKI_GEN_HDR > pg->extend ||
         ((uintptr_t)c & 15))
         return 0;
-    uint32_t state, size;
-    memcpy(&state, c - MKI_GEN_HDR + 4, 4);
-    if (state != mki_generation_live(p))
+    uint32_t w[2]; /* the header: {bytes to the next header, state} */
+    memcpy(w, c - MKI_GEN_HDR, sizeof w);
+    if (w[1] != mki_generation_live(p))
         return 0;
     /* the header sixteen chunks on, if they are this one's size: chunks
      * are bumped in order, a FIFO workload frees them in that order, and
      * each free would wait for its header (GENERAL's free prefetches four
      * chunks on, general.h; here four gained nothing, sixteen 7-11% at 64
-     * to 512 bytes with 64 MiB live: docs/DESIGN.md).  The header's first
-     * word is what follows it up to the next header. */
-    memcpy(&size, c - MKI_GEN_HDR, 4);
-    __builtin_prefetch(c - MKI_GEN_HDR + 16 * ((size_t)size + MKI_GEN_HDR), 1);
+     * to 512 bytes with 64 MiB live: docs/DESIGN.md) */
+    __builtin_prefetch(c - MKI_GEN_HDR + 16 * ((size_t)w[0] + MKI_GEN_HDR), 1);
     mki_generation_mark_dead(p);
     mki_generation_free_fast(pg);
     return 1;

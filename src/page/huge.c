@@ -508,12 +508,31 @@ static mki_segment *move_grown(mki_segment *s, size_t need)
     return t;
 }
 
+/* Resize mapping @s, one kernel mapping, from @have to @need bytes with
+ * mremap: in place, else moved to where byte @at is aligned to @align.
+ * It leaves the registry and ASan's shadow before it moves: once its old
+ * range is unmapped another thread may map that address, register it and
+ * poison parts of it, which a late removal or forget would undo (a late
+ * removal made that one's chunks look foreign: test_threads).  Forgetting
+ * early loses nothing: memkit poisons no huge mapping that is resized
+ * (instrumented contexts copy).  Returns the mapping, for the caller to
+ * register, or NULL (ENOMEM) with @s as it was and registered again. */
+static mki_segment *remap(mki_segment *s, size_t have, size_t need, size_t align,
+                          size_t at)
+{
+    mki_segment_register(s, 0);
+    mki_mem_forget(s, have);
+    mki_segment *moved = mki_os_resize(s, have, need, align, at);
+    if (!moved)
+        mki_segment_register(s, 1); /* (it was there a moment ago) */
+    return moved;
+}
+
 /* Grow cached mapping @s to @need bytes: in place, else moved.  Returns
  * the mapping, or NULL after giving @s back if that failed. */
 static mki_segment *grow(mki_segment *s, size_t need)
 {
     size_t have = s->size, committed = s->huge_committed;
-    mki_mem_forget(s, have); /* if it moves, its old range is unmapped */
     if (s->pieces.n) { /* only its last piece can grow in place */
         size_t last = s->pieces.at[s->pieces.n - 1];
         if (mki_os_extend((char *)s + last, have - last, need - last) == 0) {
@@ -523,13 +542,9 @@ static mki_segment *grow(mki_segment *s, size_t need)
         }
         return move_grown(s, need);
     }
-    /* out of the registry before the move: once its old range is unmapped
-     * another mapping may take the address and register it, and a later
-     * removal would make that one's chunks look foreign (test_threads) */
-    mki_segment_register(s, 0);
-    mki_segment *moved = mki_os_resize(s, have, need, MKI_SEG_SIZE, 0);
+    mki_segment *moved = remap(s, have, need, MKI_SEG_SIZE, 0);
     if (!moved) {
-        mki_os_release(s, have, committed);
+        unmap(s);
         return NULL;
     }
     if (mki_segment_register(moved, 1) != 0) {
@@ -708,20 +723,11 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size)
             align = (size_t)(c & (0 - c));
             at = MKI_SEG_SIZE;
         }
-        /* out of the registry first, as grow() does (no other thread may
-         * free this chunk meanwhile: its owner is reallocating it); and out
-         * of ASan's shadow before the move too: once the old range is
-         * unmapped another thread may map it and poison parts of it, which
-         * a late forget would wipe (only contexts that are not
-         * instrumented resize here, and they poison nothing of a huge
-         * mapping: forgetting it early loses nothing if the move fails) */
-        mki_segment_register(s, 0);
-        mki_mem_forget(s, have);
-        mki_segment *moved = mki_os_resize(s, have, need, align, at);
-        if (!moved) {
-            mki_segment_register(s, 1); /* (it was there a moment ago) */
+        /* (no other thread may free this chunk while it is out of the
+         * registry: its owner is reallocating it) */
+        mki_segment *moved = remap(s, have, need, align, at);
+        if (!moved)
             return NULL; /* errno ENOMEM; the chunk is untouched */
-        }
         committed += need - have;
         if (mki_segment_register(moved, 1) != 0)
             errno = ENOMEM; /* checking build only; see below */
