@@ -10,7 +10,7 @@
  *  - a 20 MiB allocation then passes the peak: the cache is emptied;
  *  - 300 rounds of a FIFO of 4 chunks of random sizes from 2 to 24 MiB
  *    (W8's pattern): after every malloc and free, live + cached <= the
- *    live peak so far (the cache bounded by its 64 MiB alone broke this:
+ *    live peak so far (the cache bounded by a byte cap alone broke this:
  *    W8 peaked 15 MiB above what its chunks needed), and at least a third
  *    of the allocations are served from the cache (ctest also runs this
  *    one with MEMKIT_PURGE_DELAY_MS=1: api_huge_cache_purging);

@@ -14,8 +14,9 @@
  *    the 1 KiB and 64 KiB blocks' pages are all still resident (within 16
  *    MiB of the peak); of the 4 MiB blocks (huge: a mapping each) the
  *    mappings the huge cache holds stay resident (at least 48 MiB: the
- *    cache keeps up to 64 MiB; beyond it a freed mapping is unmapped in
- *    every mode, as glibc unmaps its mmap'ed chunks);
+ *    cache keeps up to 256 MiB, and no more than the live chunks are
+ *    below their peak; beyond that a freed mapping is unmapped in every
+ *    mode, as glibc unmaps its mmap'ed chunks);
  *  - free: MADV_FREE'd pages stay resident until the kernel needs them,
  *    but empty segments beyond the few kept for reuse are unmapped: what
  *    falls by itself is printed, not asserted;
