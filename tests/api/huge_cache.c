@@ -21,9 +21,12 @@
  *    moved) and reallocates;
  *  - a move that fails leaves fresh pages in its place, and the OS
  *    counters come back to where they started once all is freed;
- *  - a cached mapping 2 MiB or more longer than the request gives the rest
- *    of its pages to a cached mapping of their own, which serves the next
- *    request without faults;
+ *  - a cached mapping a segment (4 MiB) or more longer than the request
+ *    gives the rest of its pages to a cached mapping of their own, which
+ *    serves the next request without faults;
+ *  - a shorter rest of 2 MiB or more stays with the chunk (no system call)
+ *    while the live chunks' such tails hold 16 MiB or less; past that it
+ *    moves to the cache too;
  *  - 4 threads allocating, reallocating and freeing huge chunks of 1 -
  *    12 MiB, each page stamped and checked (gifts, splits and trims from
  *    several threads at once: no chunk shares a page with another, and
@@ -274,22 +277,22 @@ static void test_split(void)
     mk_trim();
     size_t live, cache, cache0;
     figures(&live, &cache0);
-    char *a = mk_alloc(c, 8 * MiB), *d = mk_alloc(c, 8 * MiB);
+    char *a = mk_alloc(c, 10 * MiB), *d = mk_alloc(c, 8 * MiB);
     REQUIRE(a && d);
-    memset(a, 0xaa, 8 * MiB);
-    mk_free(a); /* cached: 8 MiB and its header page */
-    const size_t xn = 5 * MiB + 512 * 1024, yn = 2 * MiB + 256 * 1024;
+    memset(a, 0xaa, 10 * MiB);
+    mk_free(a); /* cached: 10 MiB and its header page */
+    const size_t xn = 4 * MiB + 512 * 1024, yn = 5 * MiB;
     char *x = mk_alloc(c, xn);
     REQUIRE_NOT_NULL(x);
     CHECK(x == a);
     figures(&live, &cache);
     /* the chunk's mapping is cut to it (a sanitizer's redzone may add a
-     * page or two); the 2.5 MiB past it are cached */
+     * page or two); the 5.5 MiB past it, more than a segment, are cached */
     mki_segment *xs = mki_segment_of(x);
     CHECK_GE(xs->size, xn + 4096);
     CHECK_LE(xs->size, xn + 64 * 1024);
-    CHECK_GE(cache - cache0, 5 * MiB / 2 - 64 * 1024);
-    CHECK_LE(cache - cache0, 5 * MiB / 2 + 4096);
+    CHECK_GE(cache - cache0, 11 * MiB / 2 - 64 * 1024);
+    CHECK_LE(cache - cache0, 11 * MiB / 2 + 4096);
     long f0 = minor_faults();
     char *y = mk_alloc(c, yn); /* takes them */
     REQUIRE_NOT_NULL(y);
@@ -303,6 +306,47 @@ static void test_split(void)
     mk_free(x);
     mk_free(y);
     mk_free(d);
+    mk_ctx_delete(c);
+}
+
+/* Seven times: an 8 MiB chunk freed, then a 5.5 MiB one that takes its
+ * cached mapping.  The 2.5 MiB past each of the first six stay with it
+ * (15 MiB of tails: nothing moves, nothing is cached); the seventh's would
+ * pass 16 MiB, so they go to the cache.  Freed, the chunks' mappings go
+ * back to the cache whole. */
+static void test_tail_budget(void)
+{
+    mk_ctx *c = mk_ctx_new(NULL, "tails", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(c);
+    mk_trim();
+    size_t live, cache, cache0;
+    figures(&live, &cache0);
+    enum { N = 7 };
+    const size_t xn = 5 * MiB + 512 * 1024;
+    char *x[N];
+    for (int i = 0; i < N; i++) {
+        char *a = mk_alloc(c, 8 * MiB);
+        REQUIRE_NOT_NULL(a);
+        memset(a, 0xaa, 8 * MiB);
+        size_t whole = mki_segment_of(a)->size;
+        mk_free(a);
+        REQUIRE_NOT_NULL(x[i] = mk_alloc(c, xn));
+        CHECK(x[i] == a);
+        memset(x[i], i, xn);
+        mki_segment *xs = mki_segment_of(x[i]);
+        figures(&live, &cache);
+        if (i < N - 1) { /* kept: the whole mapping, nothing cached */
+            CHECK_EQ(xs->size, whole);
+            CHECK_EQ(cache, cache0);
+        } else { /* over the budget: cut, its tail cached */
+            CHECK_LE(xs->size, xn + 64 * 1024);
+            CHECK_GE(cache - cache0, 5 * MiB / 2 - 64 * 1024);
+        }
+    }
+    for (int i = 0; i < N; i++) {
+        CHECK(x[i][0] == (char)i && x[i][xn - 1] == (char)i);
+        mk_free(x[i]);
+    }
     mk_ctx_delete(c);
 }
 
@@ -451,6 +495,7 @@ int main(void)
     RUN(test_bound_and_reuse);
     RUN(test_gather);
     RUN(test_split);
+    RUN(test_tail_budget);
     RUN(test_threads);
     return th_done();
 }
