@@ -606,18 +606,18 @@ static size_t tail_of(const mki_segment *s, size_t total)
 /* Mapping @s (from the cache, committed whole) now holds a chunk of its
  * first @total bytes.  What lies past the chunk stays with it when it is
  * less than a segment and the live chunks' tails stay within TAIL_BUDGET;
- * else it moves to the cache (split_excess).  Moving costs a system call for each kernel mapping it
- * is made of, and a cache that has gathered pieces for a while makes
- * tails of many: W8 at 3,000 iterations spent a third of its time in the
- * moves of such tails, and keeping the tails under a segment took it from
- * 377 to 234 ms (medians of 5; peak RSS 112.2 -> 116.3 MiB, glibc 119.3;
- * at 1,000 iterations 124 -> 97 ms, 83.1 -> 86.3 MiB, glibc 95.2; at the
- * bench's 200 the same).  A tail of a segment or more still moves (W8's
- * peak at 200 iterations rose from 68.8 to 76.1 MiB, above glibc's 72.8,
- * when those stayed too).  The budget bounds what live chunks can hold
- * resident for nothing: a program that keeps many chunks cut from larger
- * cached mappings has at most 16 MiB of tails, where the cache would give
- * them back after the purge delay. */
+ * else it moves to the cache (split_excess).  A move costs a system call
+ * for each kernel mapping the tail is made of, and each move cuts the
+ * cache's mappings into more of them: W8 at 3,000 iterations made 15,366
+ * mremaps (27% of them for tails).  Keeping the tails under a segment took
+ * that to 2,151 and the run from 377 to 234 ms (medians of 5; peak RSS
+ * 112.2 -> 116.3 MiB, glibc 119.3; at 1,000 iterations 124 -> 97 ms, 83.1
+ * -> 86.3 MiB, glibc 95.2; at the bench's 200 the same).  A tail of a
+ * segment or more still moves (W8's peak at 200 iterations rose from 68.8
+ * to 76.1 MiB, above glibc's 72.8, when those stayed too).  The budget
+ * bounds what live chunks can hold resident for nothing: a program that
+ * keeps many chunks cut from larger cached mappings has at most 16 MiB of
+ * tails, where the cache would give them back after the purge delay. */
 static void keep_or_split(mki_segment *s, size_t total)
 {
     size_t t = tail_of(s, total);

@@ -337,8 +337,8 @@ static void want_if_large(void)
  * forth between the two (W8: 64 KiB - 1 MiB blocks in segments, larger ones
  * in mappings) reached a new high at every other turn, shed the units the
  * next large blocks took again, and faulted them in (1,000 iterations: 234
- * sheds, 102 ms against tcmalloc's 64; with the eighth 74 ms, peak RSS
- * 86.3 -> 88.5 MiB, glibc 95.2). */
+ * sheds; with the eighth 102 -> 74 ms, medians of 3, and peak RSS 86.3 ->
+ * 88.5 MiB, glibc 95.2). */
 #define PEAK_MARGIN_MIN ((size_t)1 << 20)
 static _Atomic size_t use_peak;  /* the most in use */
 static _Atomic size_t held_high; /* the most held (in use + slack) */
