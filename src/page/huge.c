@@ -603,6 +603,13 @@ static size_t tail_of(const mki_segment *s, size_t total)
     return t >= SPLIT_MIN ? t : 0;
 }
 
+/* The tail of live huge chunk @pg (what tail_of counted when it was cut). */
+static size_t chunk_tail(const mki_page *pg)
+{
+    const mki_segment *s = mki_segment_of(pg->start);
+    return tail_of(s, (size_t)(pg->end - (const char *)s));
+}
+
 /* Mapping @s (from the cache, committed whole) now holds a chunk of its
  * first @total bytes.  What lies past the chunk stays with it when it is
  * less than a segment and the live chunks' tails stay within TAIL_BUDGET;
@@ -716,7 +723,7 @@ void mki_huge_release(mki_page *pg)
     if (atomic_load_explicit(&pg->samples, memory_order_relaxed))
         mki_page_up.unsampled(pg);
     mki_segment *s = mki_segment_of(pg->start);
-    UNCOUNT(tail_bytes, tail_of(s, (size_t)(pg->end - (char *)s)));
+    UNCOUNT(tail_bytes, chunk_tail(pg));
     /* a context that gives its memory back at once keeps no cached copy */
     int at_once = (pg->flags & MKI_PF_RELEASE) != 0;
     pg->kind = MKI_PAGE_FREE; /* a second free of it is seen as such */
@@ -744,7 +751,7 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size)
     }
     size_t need = off + body, have = s->size;
     size_t old_committed = s->huge_committed, committed = old_committed;
-    size_t old_tail = tail_of(s, (size_t)(pg->end - (char *)s)); /* none after */
+    size_t old_tail = chunk_tail(pg); /* (none after) */
     if (need <= have) { /* shrink: give the tail back */
         if (need < have) {
             mki_mem_forget((char *)s + need, have - need); /* unmapped */

@@ -69,6 +69,18 @@ static void figures(size_t *live, size_t *cache)
         peak_live = *live;
 }
 
+/* A GENERAL context named @name for a test, and the huge cache emptied:
+ * its cached bytes now (the baseline) in *@cache0. */
+static mk_ctx *start(const char *name, size_t *cache0)
+{
+    mk_ctx *c = mk_ctx_new(NULL, name, MK_GENERAL, NULL);
+    REQUIRE_RET(c != NULL, NULL);
+    mk_trim();
+    size_t live;
+    figures(&live, cache0);
+    return c;
+}
+
 /* live + cached within the live peak */
 static void check_bound(const char *when)
 {
@@ -82,11 +94,9 @@ static void check_bound(const char *when)
 
 static void test_bound_and_reuse(void)
 {
-    mk_ctx *c = mk_ctx_new(NULL, "huge", MK_GENERAL, NULL);
-    REQUIRE_NOT_NULL(c);
-    mk_trim(); /* an empty cache to start from */
     size_t live, cache, cache0;
-    figures(&live, &cache0);
+    mk_ctx *c = start("huge", &cache0);
+    REQUIRE_NOT_NULL(c);
     void *p[4];
     for (int i = 0; i < 4; i++) {
         p[i] = mk_alloc(c, 8 * MiB);
@@ -272,11 +282,9 @@ static void test_gather(void)
 
 static void test_split(void)
 {
-    mk_ctx *c = mk_ctx_new(NULL, "split", MK_GENERAL, NULL);
-    REQUIRE_NOT_NULL(c);
-    mk_trim();
     size_t live, cache, cache0;
-    figures(&live, &cache0);
+    mk_ctx *c = start("split", &cache0);
+    REQUIRE_NOT_NULL(c);
     char *a = mk_alloc(c, 10 * MiB), *d = mk_alloc(c, 8 * MiB);
     REQUIRE(a && d);
     memset(a, 0xaa, 10 * MiB);
@@ -316,11 +324,9 @@ static void test_split(void)
  * back to the cache whole. */
 static void test_tail_budget(void)
 {
-    mk_ctx *c = mk_ctx_new(NULL, "tails", MK_GENERAL, NULL);
-    REQUIRE_NOT_NULL(c);
-    mk_trim();
     size_t live, cache, cache0;
-    figures(&live, &cache0);
+    mk_ctx *c = start("tails", &cache0);
+    REQUIRE_NOT_NULL(c);
     enum { N = 7 };
     const size_t xn = 5 * MiB + 512 * 1024;
     char *x[N];
