@@ -185,6 +185,30 @@ MKI_INLINE void mki_chunk_free(void *p, const char *fn)
     mki_chunk_free_slow(pg, p, fn);
 }
 
+/* Another thread's free where nothing is wrong (producer/consumer's every
+ * free; first on the free slow path, chunk.c): chunk @p of a small page of
+ * a plain GENERAL context that a live thread other than the caller owns,
+ * not sampled (prof/), the start of a live chunk: marked freed and pushed
+ * on the page's list of remote frees, 1.  These are the tests the slow path
+ * makes for such a chunk before the same push, without the ones for other
+ * kinds and modes (some 75 instructions a free).  Else 0 and nothing done:
+ * the caller's path validates, reports and handles every other case (a
+ * dead owner's context, whose frees want a collect, among them). */
+MKI_INLINE int mki_general_free_remote_try(mki_page *pg, void *p)
+{
+    mk_ctx *ctx = pg->ctx;
+    if (pg->kind != MKI_PAGE_SMALL || !ctx || ctx->fast_kind != MK_GENERAL)
+        return 0;
+    uintptr_t owner = mki_ctx_owner(ctx);
+    if (owner == 0 || owner == mki_tid_now() ||
+        atomic_load_explicit(&pg->samples, memory_order_relaxed) != NULL ||
+        !mki_page_is_chunk_exact(pg, p) || mki_page_chunk_freed(pg, p))
+        return 0;
+    mki_page_chunk_set_freed(pg, p);
+    mki_general_free_remote(pg, p);
+    return 1;
+}
+
 /* Secure mode's free where nothing is wrong (the common case, first, on
  * the free slow path, chunk.c): chunk @p of small page @pg that the
  * calling thread's fast path may push to (the tagged identity, ctx.h: a

@@ -81,15 +81,17 @@ static mk_ctx *start(const char *name, size_t *cache0)
     return c;
 }
 
-/* For a test that reads what a reused mapping held, or counts its faults:
- * no purge pass until @restore, only mk_trim.  With purging on, a pass
- * empties the cached mappings whenever the test is held up past the delay
- * (on a busy machine, with MEMKIT_PURGE_DELAY_MS=1, test_gather failed 12
- * times in 40).  Returns the delay to restore. */
+/* For a test that reads what a reused mapping held, counts its faults or
+ * its cached bytes: an hour's purge delay until @restore, so that no pass
+ * purges the cached mappings under it (the peak rule and mk_trim still
+ * act).  With the delay of the environment, a pass empties them whenever
+ * the test is held up past it (on a busy machine, with
+ * MEMKIT_PURGE_DELAY_MS=1, test_gather failed 12 times in 40).  Returns the
+ * delay to restore. */
 static long hold_pages(void)
 {
     long was = mk_option_get("purge_delay_ms");
-    CHECK_EQ(mk_option_set("purge_delay_ms", -1), 0);
+    CHECK_EQ(mk_option_set("purge_delay_ms", 3600000), 0);
     return was;
 }
 
@@ -351,6 +353,7 @@ static void test_tail_budget(void)
     size_t live, cache, cache0;
     mk_ctx *c = start("tails", &cache0);
     REQUIRE_NOT_NULL(c);
+    long delay = hold_pages();
     enum { N = 7 };
     const size_t xn = 5 * MiB + 512 * 1024;
     char *x[N];
@@ -378,6 +381,7 @@ static void test_tail_budget(void)
         mk_free(x[i]);
     }
     mk_ctx_delete(c);
+    restore(delay);
 }
 
 /* ---- threads ---- */
@@ -489,6 +493,7 @@ static void test_shed(void)
 {
     mk_ctx *c = mk_ctx_new(NULL, "shed", MK_GENERAL, NULL);
     REQUIRE_NOT_NULL(c);
+    long delay = hold_pages();
     char *h[3];
     for (int i = 0; i < 3; i++) {
         h[i] = mk_alloc(c, 8 * MiB);
@@ -517,6 +522,7 @@ static void test_shed(void)
     mk_free(small);
     mk_free(h[2]);
     mk_ctx_delete(c);
+    restore(delay);
 }
 
 int main(void)
