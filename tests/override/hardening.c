@@ -25,7 +25,8 @@
  * list); a chunk freed by another thread, then by the owner or a third
  * thread (large and huge chunks too): "memkit: double free of P (context
  * thread)"; free() of an interior pointer (p + 16 of 48 bytes, p + 4096 of
- * 100 KB, p + 4096 of a huge chunk) and realloc() of one or of a freed
+ * 100 KB, p + 4096 of a huge chunk; p + 16 of 48 and p + 100 of 1000 bytes
+ * by another thread too) and realloc() of one or of a freed
  * chunk: "memkit: FN(): invalid pointer P (not the start of a chunk of
  * context thread)" ("(a freed chunk ...)"); past a huge chunk's first
  * 4 MiB, "memkit: free(): invalid pointer P"; free() of a page of our own
@@ -215,11 +216,13 @@ static void case_remote(const char *arg)
         free_in_thread(p);
 }
 
-/* arg "SIZE:OFFSET": free(p + OFFSET) */
+/* arg "SIZE:OFFSET": free(p + OFFSET); "SIZE:OFFSET:other": by another
+ * thread (the path of other threads' frees, general.h) */
 static void case_interior(const char *arg)
 {
     size_t n = 0, off = 0;
-    if (sscanf(arg, "%zu:%zu", &n, &off) != 2)
+    char who[16] = "";
+    if (sscanf(arg, "%zu:%zu:%15s", &n, &off, who) < 2)
         _exit(5);
     char *p = must(malloc(n));
     must(malloc(n));
@@ -227,7 +230,10 @@ static void case_interior(const char *arg)
         rx_expect_ptr("memkit: free(): invalid pointer %p (memkit never returned it)", p + off);
     else
         expect_fn(INTERIOR, "free", p + off);
-    free(launder(p + off));
+    if (strcmp(who, "other") == 0)
+        free_in_thread(launder(p + off));
+    else
+        free(launder(p + off));
 }
 
 /* arg "interior:SIZE" or "freed:SIZE" */
@@ -501,7 +507,8 @@ static void test_not_a_chunk(void)
 {
     static const char *const interior[] = {"48:16", "24:8", "1000:100",
                                            "100000:4096", "3145728:4096",
-                                           "9437184:5242880"};
+                                           "9437184:5242880", "48:16:other",
+                                           "1000:100:other"};
     for (size_t i = 0; i < sizeof interior / sizeof interior[0]; i++) {
         for (size_t m = 0; m < NMODES; m++)
             RX_DIES("interior", interior[i], MODES[m]);
