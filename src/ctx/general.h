@@ -191,9 +191,10 @@ MKI_INLINE void mki_chunk_free(void *p, const char *fn)
  * not sampled (prof/), the start of a live chunk: marked freed and pushed
  * on the page's list of remote frees, 1.  These are the tests the slow path
  * makes for such a chunk before the same push, without the ones for other
- * kinds and modes (some 75 instructions a free).  Else 0 and nothing done:
- * the caller's path validates, reports and handles every other case (a
- * dead owner's context, whose frees want a collect, among them). */
+ * kinds and modes (half the instructions of that path: chunk.c).  Else 0
+ * and nothing done: the caller's path validates, reports and handles every
+ * other case (a dead owner's context, whose frees want a collect, among
+ * them). */
 MKI_INLINE int mki_general_free_remote_try(mki_page *pg, void *p)
 {
     mk_ctx *ctx = pg->ctx;
