@@ -69,18 +69,6 @@ static void figures(size_t *live, size_t *cache)
         peak_live = *live;
 }
 
-/* A GENERAL context named @name for a test, and the huge cache emptied:
- * its cached bytes now (the baseline) in *@cache0. */
-static mk_ctx *start(const char *name, size_t *cache0)
-{
-    mk_ctx *c = mk_ctx_new(NULL, name, MK_GENERAL, NULL);
-    REQUIRE_RET(c != NULL, NULL);
-    mk_trim();
-    size_t live;
-    figures(&live, cache0);
-    return c;
-}
-
 /* For a test that reads what a reused mapping held, counts its faults or
  * its cached bytes: an hour's purge delay until @restore, so that no pass
  * purges the cached mappings under it (the peak rule and mk_trim still
@@ -100,6 +88,20 @@ static void restore(long delay)
     CHECK_EQ(mk_option_set("purge_delay_ms", delay), 0);
 }
 
+/* A GENERAL context named @name for a test, the huge cache emptied (its
+ * cached bytes now, the baseline, in *@cache0) and its pages held until
+ * restore(*@delay) (hold_pages). */
+static mk_ctx *start(const char *name, size_t *cache0, long *delay)
+{
+    mk_ctx *c = mk_ctx_new(NULL, name, MK_GENERAL, NULL);
+    REQUIRE_RET(c != NULL, NULL);
+    *delay = hold_pages();
+    mk_trim();
+    size_t live;
+    figures(&live, cache0);
+    return c;
+}
+
 /* live + cached within the live peak */
 static void check_bound(const char *when)
 {
@@ -114,9 +116,9 @@ static void check_bound(const char *when)
 static void test_bound_and_reuse(void)
 {
     size_t live, cache, cache0;
-    mk_ctx *c = start("huge", &cache0);
+    long delay;
+    mk_ctx *c = start("huge", &cache0, &delay);
     REQUIRE_NOT_NULL(c);
-    long delay = hold_pages(); /* (until W8's pattern) */
     void *p[4];
     for (int i = 0; i < 4; i++) {
         p[i] = mk_alloc(c, 8 * MiB);
@@ -147,7 +149,7 @@ static void test_bound_and_reuse(void)
     mk_free(p[2]);
     mk_free(p[3]);
     check_bound("all freed");
-    restore(delay);
+    restore(delay); /* (held since start) */
 
     /* W8's pattern (with MEMKIT_PURGE_DELAY_MS=1: purged mappings, their
      * header page alone committed, in the cache) */
@@ -307,9 +309,9 @@ static void test_gather(void)
 static void test_split(void)
 {
     size_t live, cache, cache0;
-    mk_ctx *c = start("split", &cache0);
+    long delay;
+    mk_ctx *c = start("split", &cache0, &delay);
     REQUIRE_NOT_NULL(c);
-    long delay = hold_pages();
     char *a = mk_alloc(c, 10 * MiB), *d = mk_alloc(c, 8 * MiB);
     REQUIRE(a && d);
     memset(a, 0xaa, 10 * MiB);
@@ -351,9 +353,9 @@ static void test_split(void)
 static void test_tail_budget(void)
 {
     size_t live, cache, cache0;
-    mk_ctx *c = start("tails", &cache0);
+    long delay;
+    mk_ctx *c = start("tails", &cache0, &delay);
     REQUIRE_NOT_NULL(c);
-    long delay = hold_pages();
     enum { N = 7 };
     const size_t xn = 5 * MiB + 512 * 1024;
     char *x[N];
