@@ -20,8 +20,9 @@
  *    ping-pong of a single object costs no page traffic);
  *  - the free list of a page holds only that page's chunks; never-used
  *    chunks lie beyond `extend` and are handed out by moving it (page.h),
- *    so a new page is touched only as far as it is used and a rewound page
- *    (reset) needs no work;
+ *    the refill a run at a time (the chunks that start in one OS page go
+ *    on the free list: extend_run), so a new page is touched only as far
+ *    as it is used and a rewound page (reset) needs no work;
  *  - chunks freed by other threads wait on the context's atomic `remote`
  *    list and are collected by the owner on the allocation slow path.
  *
@@ -414,10 +415,54 @@ static void *class_alloc(mki_general *g, unsigned c)
     return take(g, pg);
 }
 
+/* At most this many never-used chunks are handed out or threaded at once
+ * (a 16-byte class has 256 in an OS page). */
+#define EXTEND_RUN 32
+
+/* The next never-used chunk of @pg (a new or rewound page, whose free list
+ * is empty), or NULL when it has none or other threads' frees wait on it
+ * (those go first: they are warm).  The never-used chunks after it whose
+ * first 16 bytes lie in the same OS page, EXTEND_RUN in all, go on the free
+ * list as free chunks (link and key, as a free leaves them), in address
+ * order: the chunks of a new or rewound page then cost the fast path's pop
+ * and a call per run, not a call each, and no OS page is touched before a
+ * chunk in it is handed out (a page is resident as far as it is used).
+ * A free of one of them before it is handed out is reported as a double
+ * free (its key), as a free of a chunk that was handed out and freed.
+ * (The refill serves plain and profiled contexts only, whose links are
+ * plain pointers and whose free chunks hold keys: secure and instrumented
+ * contexts take their own paths.) */
+static void *extend_run(mki_page *pg)
+{
+    char *b = pg->extend;
+    if (MKI_UNLIKELY(b >= pg->end) ||
+        MKI_UNLIKELY(atomic_load_explicit(&pg->xfree, memory_order_relaxed) != 0))
+        return NULL;
+    size_t sz = pg->chunk_size;
+    /* the last start whose link and key lie in b's OS page, and in the page */
+    uintptr_t last = ((uintptr_t)b | (MKI_OS_PAGE - 1)) + 1 - 2 * sizeof(void *);
+    if (last > (uintptr_t)pg->end - sz)
+        last = (uintptr_t)pg->end - sz;
+    void **link = &pg->free; /* (NULL: the fast path found the list empty) */
+    char *c = b + sz;
+    uint32_t n = 1;
+    for (; (uintptr_t)c <= last && n < EXTEND_RUN; c += sz, n++) {
+        *link = c;
+        mki_page_chunk_set_freed(pg, c);
+        link = (void **)c;
+    }
+    *link = NULL;
+    pg->extend = c;
+    mki_page_pos_grow(pg, n);
+    pg->used++;
+    mki_page_chunk_set_live(b); /* (the memory may have held a key) */
+    return b;
+}
+
 /* mk_alloc's fast path found the free list of @pg (the current page of the
  * class of @size) empty: take the chunks other threads freed into it (they
  * are warm, and reusing them keeps the page from growing), else hand out
- * its next never-used chunk (the common case on a new or rewound page),
+ * its next never-used chunks (the common case on a new or rewound page),
  * else take the slow path. */
 void *mki_general_refill(mki_general *g, mki_page *pg, size_t size)
 {
@@ -425,7 +470,7 @@ void *mki_general_refill(mki_general *g, mki_page *pg, size_t size)
         take_remote(pg);
         return mki_general_pop(pg);
     }
-    void *b = mki_general_extend(pg);
+    void *b = extend_run(pg);
     if (MKI_LIKELY(b != NULL))
         return b;
     return mki_general_alloc_slow(g, size);

@@ -295,12 +295,12 @@ MKI_INLINE void mki_page_pos_rewind(mki_page *pg)
     __atomic_store_n(&pg->pos_limit, 0, __ATOMIC_RELAXED);
 }
 
-/* `extend` moved past one more chunk. */
-MKI_INLINE void mki_page_pos_grow(mki_page *pg)
+/* `extend` moved past @n more chunks. */
+MKI_INLINE void mki_page_pos_grow(mki_page *pg, uint32_t n)
 {
     if (MKI_LIKELY(pg->pos_magic != 0))
         __atomic_store_n(&pg->pos_limit,
-                         pg->pos_limit + pg->chunk_size * pg->pos_magic,
+                         pg->pos_limit + n * pg->chunk_size * pg->pos_magic,
                          __ATOMIC_RELAXED);
 }
 
@@ -459,8 +459,10 @@ MKI_INLINE void mki_page_push(mki_page *pg, void *p)
 
 /* Can the page hand out a chunk: a free one, or one never used yet?
  * (Never-used chunks lie in [extend, end) and are not on the free list: a
- * page is never threaded, it is touched only where chunks are handed out,
- * and a rewound page needs no work.) */
+ * page is threaded onto it only an OS page at a time, as GENERAL's refill
+ * hands out a chunk of that OS page (ctx/general.c, extend_run), so it is
+ * touched only where chunks are handed out, and a rewound page needs no
+ * work.) */
 MKI_INLINE int mki_page_has_chunk(const mki_page *pg)
 {
     return pg->free != NULL || pg->extend < pg->end;
@@ -486,7 +488,7 @@ MKI_INLINE void *mki_page_take(mki_page *pg)
     } else {
         b = pg->extend;
         pg->extend += pg->chunk_size;
-        mki_page_pos_grow(pg);
+        mki_page_pos_grow(pg, 1);
     }
     pg->used++;
     return b;

@@ -14,6 +14,7 @@
 
 #include <memkit.h>
 #include <pthread.h>
+#include <string.h>
 
 static void *chunk, *result;
 static size_t new_size;
@@ -27,22 +28,37 @@ static void *realloc_there(void *arg)
 
 /* A chunk of @n (17..24) bytes of mk_alloc's 24-byte class at an address
  * that is not 16-aligned (the class holds both kinds; take the first
- * 8-aligned one). */
-static void *misaligned(size_t n, void **spare)
+ * 8-aligned one, keeping the 16-aligned ones met before it in `spares`,
+ * NULL after the last, for free_spares).  How many come first is the free
+ * list's business: the 8-aligned chunks that realloc moves away from
+ * another thread come back to the list only when it runs dry, and the
+ * 16-aligned ones freed here go on top of it. */
+#define SPARES 4096
+static void *spares[SPARES];
+
+static void *misaligned(size_t n)
 {
-    void *p = mk_alloc(mk_ctx_current(), n);
-    if (p && (uintptr_t)p % 16 == 0) {
-        *spare = p;
-        p = mk_alloc(mk_ctx_current(), n);
+    memset(spares, 0, sizeof spares);
+    for (int k = 0; k < SPARES; k++) {
+        void *p = mk_alloc(mk_ctx_current(), n);
+        if (!p || (uintptr_t)p % 16 != 0)
+            return p;
+        spares[k] = p;
     }
-    return p;
+    return NULL;
+}
+
+static void free_spares(void)
+{
+    for (int k = 0; k < SPARES; k++)
+        free(spares[k]);
 }
 
 static void test_owner_realloc(void)
 {
     for (size_t n1 = 17; n1 <= 24; n1++)
         for (size_t n2 = 9; n2 <= 32; n2++) {
-            void *spare = NULL, *p = misaligned(n1, &spare);
+            void *p = misaligned(n1);
             REQUIRE(p && (uintptr_t)p % 16 != 0);
             void *q = realloc(p, n2);
             REQUIRE_NOT_NULL(q);
@@ -51,7 +67,7 @@ static void test_owner_realloc(void)
                 th_fail(__FILE__, __LINE__, "realloc(%zu-byte chunk, %zu): "
                         "%p, not 16-aligned", n1, n2, q);
             free(q);
-            free(spare);
+            free_spares();
         }
 }
 
@@ -59,8 +75,7 @@ static void test_other_thread_realloc(void)
 {
     for (size_t n1 = 17; n1 <= 24; n1++)
         for (size_t n2 = 9; n2 <= 32; n2++) {
-            void *spare = NULL;
-            chunk = misaligned(n1, &spare);
+            chunk = misaligned(n1);
             REQUIRE(chunk && (uintptr_t)chunk % 16 != 0);
             new_size = n2;
             pthread_t t;
@@ -73,7 +88,7 @@ static void test_other_thread_realloc(void)
                         "from another thread: %p, not 16-aligned", n1, n2,
                         result);
             free(result);
-            free(spare);
+            free_spares();
         }
 }
 

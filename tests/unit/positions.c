@@ -100,11 +100,19 @@ static void test_grow(void)
     CHECK(!mki_page_is_chunk(&pg, base));
     for (uint32_t k = 0; k < 10; k++) {
         pg.extend += 48;
-        mki_page_pos_grow(&pg);
+        mki_page_pos_grow(&pg, 1);
         CHECK(mki_page_is_chunk(&pg, base + k * 48));
         CHECK(!mki_page_is_chunk(&pg, base + (k + 1) * 48));
         CHECK(!mki_page_is_chunk(&pg, base + k * 48 + 16));
     }
+    /* a run of chunks at once (the refill's, general.c): 10 .. 16 */
+    pg.extend += 7 * 48;
+    mki_page_pos_grow(&pg, 7);
+    for (uint32_t k = 10; k < 17; k++) {
+        CHECK(mki_page_is_chunk(&pg, base + k * 48));
+        CHECK(!mki_page_is_chunk(&pg, base + k * 48 + 8));
+    }
+    CHECK(!mki_page_is_chunk(&pg, base + 17 * 48));
 }
 
 static void test_big_page_divides(void)
