@@ -586,6 +586,26 @@ static void *general_alloc_aligned(mk_ctx *ctx, size_t size, size_t align)
 
 /* ---- freeing (owner thread) ---------------------------------------------- */
 
+/* Does the free list of @pg hold a chunk that was freed, rather than only
+ * the never-used rest of the last run extend_run threaded (chunks in
+ * address order up to `extend`, the last with no link)?  A walk of at most
+ * EXTEND_RUN links, on the slow path of a free into a full page. */
+static int holds_freed(const mki_page *pg)
+{
+    char *c = pg->free;
+    size_t sz = pg->chunk_size;
+    if (!c)
+        return 0;
+    if (c >= pg->extend || (size_t)(pg->extend - c) > EXTEND_RUN * sz)
+        return 1;
+    for (char *next; c; c = next) {
+        next = mki_link_get(c);
+        if (next ? next != c + sz : c + sz != pg->extend)
+            return 1;
+    }
+    return 0;
+}
+
 static void general_free(mki_page *pg, void *p)
 {
     mki_general *g = gen(pg->ctx);
@@ -598,7 +618,8 @@ static void general_free(mki_page *pg, void *p)
     pg->used--;
     if (pg->flags & MKI_PF_FULL) {
         /* Back from the full list to its class.  If the current page has
-         * no freed chunk to give (only never-used ones, or none), this page
+         * no freed chunk to give (only never-used ones, on its free list
+         * or past `extend`, or none: holds_freed), this page
          * replaces it (the old one goes second): the chunk just freed is the next one handed out
          * (warm, as glibc's tcache would give it), and in a FIFO workload
          * the frees that follow land on this page too, so allocation keeps
@@ -619,7 +640,7 @@ static void general_free(mki_page *pg, void *p)
         mki_page **slot = slot_of(g, pg->cls);
         mki_page *old = *slot;
         if (old != &mki_page_empty &&
-            (old->free != NULL ||
+            (holds_freed(old) ||
              atomic_load_explicit(&old->xfree, memory_order_relaxed))) {
             queue_behind(old, pg); /* join the queue at its tail */
             return;
