@@ -175,6 +175,9 @@ struct mki_segment {
                                when a search fails; segment.c) */
     uint32_t fixed_units;   /* units never handed out: the header, and in
                                MEMKIT_SECURE=2 the guard page at the end */
+    uint32_t low_word;      /* every unit of the `used` words below it is
+                               handed out: the unit searches start there
+                               (segment.c, units_taken / units_freed) */
     uint64_t empty_since_ns; /* when it last became empty (purge delay) */
     uint64_t freed_ns;      /* when a page of it last went back to it */
     size_t huge_committed;  /* huge: bytes committed */

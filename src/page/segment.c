@@ -147,7 +147,7 @@ static inline uint64_t taken_word(const mki_segment *s, unsigned w, int warm)
 static inline int find_aligned_run(const mki_segment *s, int warm, unsigned k)
 {
     unsigned n = 1u << k;
-    for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++) {
+    for (unsigned w = s->low_word; w < MKI_BITMAP_WORDS; w++) {
         uint64_t word = taken_word(s, w, warm);
         if (word == ~0ull)
             continue;
@@ -166,7 +166,7 @@ static inline int find_aligned_run(const mki_segment *s, int warm, unsigned k)
 static inline int find_word_run(const mki_segment *s, int warm, unsigned nw)
 {
     unsigned run = 0;
-    for (unsigned w = 0; w < MKI_BITMAP_WORDS; w++) {
+    for (unsigned w = s->low_word; w < MKI_BITMAP_WORDS; w++) {
         run = taken_word(s, w, warm) == 0 ? run + 1 : 0;
         if (run == nw)
             return (int)((w + 1 - nw) * 64);
@@ -195,6 +195,26 @@ static void bits_set(uint64_t *bits, unsigned first, unsigned n, int on)
         first += take;
         n -= take;
     }
+}
+
+/* Units @first .. @first + @n - 1 of @s are handed out (or held by a
+ * purge): their `used` bits, and `low_word` past the words that filled.
+ * (A segment whose low units are all taken, as the many 1 KiB pages of
+ * 10,000 small contexts leave it, is searched from its first free word:
+ * W5's page cuts scanned 20-60 full words each.) */
+static void units_taken(mki_segment *s, unsigned first, unsigned n)
+{
+    bits_set(s->used, first, n, 1);
+    while (s->low_word < MKI_BITMAP_WORDS && s->used[s->low_word] == ~0ull)
+        s->low_word++;
+}
+
+/* Units @first .. @first + @n - 1 of @s are free again. */
+static void units_freed(mki_segment *s, unsigned first, unsigned n)
+{
+    bits_set(s->used, first, n, 0);
+    if (first / 64 < s->low_word)
+        s->low_word = first / 64;
 }
 
 /* How many of units @first .. @first + @n - 1 have their bit set. */
@@ -433,14 +453,14 @@ static mki_segment *segment_new(void)
     s->size = MKI_SEG_SIZE;
     s->fixed_units = MKI_SEG_HEADER_UNITS;
     s->max_run_hint = MKI_UNITS;
-    bits_set(s->used, 0, MKI_SEG_HEADER_UNITS, 1);
+    units_taken(s, 0, MKI_SEG_HEADER_UNITS);
     bits_set(s->committed, 0, MKI_SEG_HEADER_UNITS, 1);
     if (mki_secure >= 2 &&
         mki_os_guard((char *)s + MKI_SEG_SIZE - MKI_OS_PAGE, MKI_OS_PAGE) == 0) {
         /* a guard page at the end: an overflow off the segment's last
          * chunk faults instead of running into the next mapping */
         unsigned g = MKI_OS_PAGE / MKI_UNIT;
-        bits_set(s->used, MKI_UNITS - g, g, 1);
+        units_taken(s, MKI_UNITS - g, g);
         s->fixed_units += g;
     }
     s->free_units = MKI_UNITS - s->fixed_units;
@@ -583,7 +603,7 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     }
     if (!fresh_segment)
         list_remove(list_of(s), s);
-    bits_set(s->used, (unsigned)at, units, 1);
+    units_taken(s, (unsigned)at, units);
     bits_set(s->aged, (unsigned)at, units, 0); /* its free time starts over */
     s->free_units -= units;
     COUNT(units_out, units);
@@ -667,7 +687,7 @@ static void release_list(mki_page *pgs)
         mki_segment *s = mki_segment_of(pg->start);
         list_remove(list_of(s), s);
         map_set(s, pg->unit, pg->units, &mki_page_gone);
-        bits_set(s->used, pg->unit, pg->units, 0);
+        units_freed(s, pg->unit, pg->units);
         s->free_units += pg->units;
         UNCOUNT(units_out, pg->units);
         s->max_run_hint = MKI_UNITS; /* freed units may join a longer run */
@@ -733,7 +753,7 @@ int mki_segment_page_grow(mki_page *pg, size_t bytes)
     }
     if (need > have) {
         list_remove(list_of(s), s);
-        bits_set(s->used, pg->unit + have, (unsigned)(need - have), 1);
+        units_taken(s, pg->unit + have, (unsigned)(need - have));
         bits_set(s->aged, pg->unit + have, (unsigned)(need - have), 0);
         s->free_units -= (uint32_t)(need - have);
         COUNT(units_out, need - have);
@@ -878,7 +898,7 @@ static int collect_runs(mki_segment *s, int force, unsigned long long now,
                     list_remove(list_of(s), s);
                 took = 1;
                 runs[(*nr)++] = (purge_run){s, start, len};
-                bits_set(s->used, start, len, 1);
+                units_taken(s, start, len);
                 s->free_units -= len;
             } else if (!budget) {
                 later = 1; /* no room in this pass: the next one */
@@ -985,7 +1005,7 @@ static size_t purge(int force, int how, int unmap_empty,
     for (unsigned i = 0; i < nr; i++) {
         mki_segment *s = runs[i].s;
         list_remove(list_of(s), s);
-        bits_set(s->used, runs[i].first, runs[i].n, 0);
+        units_freed(s, runs[i].first, runs[i].n);
         if (run_failed[i]) {
             bits_set(s->aged, runs[i].first, runs[i].n, 1);
             s->free_units += runs[i].n;

@@ -11,7 +11,9 @@
  * Huge chunks: their own segment, owner found through p - 1, OS counters
  * back after release.  Concurrent page traffic from two threads keeps the
  * map consistent.  The peak rule does not walk the segments again and
- * again for slack it cannot shed.
+ * again for slack it cannot shed.  The unit searches start at the first
+ * bitmap word with a free unit (low_word), and a unit freed below it is
+ * found again: pages go first fit.
  */
 #include "harness.h"
 
@@ -392,6 +394,55 @@ static void test_segment_fills(void)
     CHECK_EQ(mki_segment_count(), segs);
 }
 
+/* Every `used` word below low_word is full. */
+static int low_word_holds(const mki_segment *s)
+{
+    for (unsigned w = 0; w < s->low_word; w++)
+        if (s->used[w] != ~0ull)
+            return 0;
+    return 1;
+}
+
+/* 1 KiB pages fill the low words of a segment; one freed there, then one
+ * higher up, comes back first (first fit), the lower first. */
+static void test_first_fit(void)
+{
+    mk_trim();
+    enum { N = 700 }; /* some 11 words of units after the header */
+    static mki_page *pgs[N];
+    for (int i = 0; i < N; i++)
+        REQUIRE_NOT_NULL(pgs[i] = mki_segment_page_alloc(1, MKI_UNIT));
+    mki_segment *s = mki_segment_of(pgs[N - 1]->start);
+    int same = 0;
+    for (int i = 0; i < N; i++)
+        same += mki_segment_of(pgs[i]->start) == s;
+    printf("  %d pages of %d in the last one's segment, low word %u\n", same,
+           N, s->low_word);
+    CHECK_GT(same, 600);
+    CHECK_GE(s->low_word, 8u);
+    CHECK(low_word_holds(s));
+    /* the lowest page of that segment, and one 200 pages later */
+    int lo = 0;
+    while (mki_segment_of(pgs[lo]->start) != s)
+        lo++;
+    unsigned u_lo = pgs[lo]->unit, u_hi = pgs[lo + 200]->unit;
+    mki_segment_page_release(pgs[lo + 200]);
+    mki_segment_page_release(pgs[lo]);
+    CHECK_LE(s->low_word, u_lo / 64);
+    CHECK(low_word_holds(s));
+    mki_page *a = mki_segment_page_alloc(1, MKI_UNIT);
+    mki_page *b = mki_segment_page_alloc(1, MKI_UNIT);
+    REQUIRE(a && b);
+    CHECK(mki_segment_of(a->start) == s && a->unit == u_lo);
+    CHECK(mki_segment_of(b->start) == s && b->unit == u_hi);
+    CHECK(low_word_holds(s));
+    pgs[lo] = a;
+    pgs[lo + 200] = b;
+    for (int i = 0; i < N; i++)
+        mki_segment_page_release(pgs[i]);
+    mk_trim();
+}
+
 /* ---- huge ----------------------------------------------------------------- */
 
 static void check_huge(size_t size, size_t align, int line)
@@ -610,6 +661,7 @@ int main(void)
     RUN(test_coarse_slots);
     RUN(test_commit_accounting);
     RUN(test_segment_fills);
+    RUN(test_first_fit);
     RUN(test_purge_delay);
     RUN(test_huge);
     RUN(test_shed_not_repeated);
