@@ -11,7 +11,9 @@
  * contexts, and reusing it keeps descriptors of live pages packed together).
  *
  * One mutex guards it: metadata is taken on slow paths only (a new page, a
- * new context), never per chunk.
+ * new context), never per chunk.  Page descriptors come here only while
+ * the segment layer has none back to reuse (segment.c keeps those that went
+ * back on a list under its own lock, which a page cut takes anyway).
  */
 
 #include "page.h"

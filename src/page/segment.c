@@ -555,13 +555,43 @@ static int find_warm_run(mki_segment *s, uint32_t units)
     return find_clear_run(s, 1, &s->warm_run_hint, units);
 }
 
+/* Page descriptors that went back, for the next page cuts: a list under
+ * arena_lock, which a cut and a release take anyway, where meta.c's lock
+ * was a second one each way.  They never go back to meta.c, which never
+ * gives memory back either: what the list holds is bounded by the peak
+ * number of pages, as the descriptors were. */
+static mki_page *desc_spares;
+
+/* A zeroed page descriptor, or NULL (under arena_lock: meta.c's lock
+ * nests inside it, the order of the fork handlers). */
+static mki_page *desc_get(void)
+{
+    mki_page *pg = desc_spares;
+    if (!pg)
+        return mki_meta_alloc(sizeof(mki_page));
+    desc_spares = pg->next;
+    memset(pg, 0, sizeof *pg);
+    return pg;
+}
+
+/* @pg's page went back (under arena_lock). */
+static void desc_put(mki_page *pg)
+{
+    pg->kind = MKI_PAGE_FREE;
+    pg->next = desc_spares;
+    desc_spares = pg;
+}
+
 mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
 {
     pthread_once(&arena_once, arena_init);
-    mki_page *pg = mki_meta_alloc(sizeof(mki_page));
-    if (!pg)
-        return NULL;
     mki_os_lock(&arena_lock);
+    mki_page *pg = desc_get();
+    if (!pg) {
+        mki_os_unlock(&arena_lock);
+        errno = ENOMEM;
+        return NULL;
+    }
     mki_segment *s = NULL;
     int at = -1;
     /* a page committed whole (the small pages of the kinds) goes first
@@ -620,8 +650,8 @@ mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
     return pg;
 
 fail:
+    desc_put(pg);
     mki_os_unlock(&arena_lock);
-    mki_meta_free(pg, sizeof(mki_page));
     errno = ENOMEM;
     return NULL;
 }
@@ -683,7 +713,8 @@ static void release_list(mki_page *pgs)
     }
     unsigned long long now = mki_os_now_ns();
     mki_os_lock(&arena_lock);
-    for (mki_page *pg = pgs; pg; pg = pg->next) {
+    for (mki_page *pg = pgs, *next; pg; pg = next) {
+        next = pg->next;
         mki_segment *s = mki_segment_of(pg->start);
         list_remove(list_of(s), s);
         map_set(s, pg->unit, pg->units, &mki_page_gone);
@@ -697,13 +728,9 @@ static void release_list(mki_page *pgs)
         if (list == &empty_list)
             s->empty_since_ns = now;
         list_push(list, s);
+        desc_put(pg);
     }
     mki_os_unlock(&arena_lock);
-    for (mki_page *pg = pgs, *next; pg; pg = next) {
-        next = pg->next;
-        pg->kind = MKI_PAGE_FREE;
-        mki_meta_free(pg, sizeof(mki_page));
-    }
     mki_purge_note(); /* their units are free: purge them in time */
 }
 

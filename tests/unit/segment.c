@@ -13,7 +13,8 @@
  * map consistent.  The peak rule does not walk the segments again and
  * again for slack it cannot shed.  The unit searches start at the first
  * bitmap word with a free unit (low_word), and a unit freed below it is
- * found again: pages go first fit.
+ * found again: pages go first fit.  A released page's descriptor serves
+ * the next cut, zeroed.
  */
 #include "harness.h"
 
@@ -443,6 +444,32 @@ static void test_first_fit(void)
     mk_trim();
 }
 
+/* A page's descriptor goes back to the segment layer with its page and
+ * serves the next cut, zeroed as meta.c gives it (the kinds set only what
+ * is not zero). */
+static void test_descriptor_reused_zeroed(void)
+{
+    mki_page *a = mki_segment_page_alloc(4, 4 * MKI_UNIT);
+    REQUIRE_NOT_NULL(a);
+    a->flags = 0xff;
+    a->cls = 7;
+    a->used = 123;
+    a->charged = 4096;
+    a->free = a->start;
+    mki_segment_page_release(a);
+    mki_page *b = mki_segment_page_alloc(4, 4 * MKI_UNIT);
+    REQUIRE_NOT_NULL(b);
+    CHECK(b == a); /* (the last one back is the first out) */
+    CHECK_EQ(b->flags, 0u);
+    CHECK_EQ(b->cls, 0u);
+    CHECK_EQ(b->used, 0u);
+    CHECK_EQ(b->charged, 0u);
+    CHECK(b->free == NULL);
+    CHECK_EQ(b->units, 4u);
+    CHECK(mki_page_of(b->start) == b);
+    mki_segment_page_release(b);
+}
+
 /* ---- huge ----------------------------------------------------------------- */
 
 static void check_huge(size_t size, size_t align, int line)
@@ -662,6 +689,7 @@ int main(void)
     RUN(test_commit_accounting);
     RUN(test_segment_fills);
     RUN(test_first_fit);
+    RUN(test_descriptor_reused_zeroed);
     RUN(test_purge_delay);
     RUN(test_huge);
     RUN(test_shed_not_repeated);
