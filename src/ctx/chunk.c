@@ -8,10 +8,9 @@
  *   2. load the size class from a 131-byte table indexed by (size + 7) / 8
  *      (above 1040 bytes: a second table, sizeclass.h);
  *   3. load the class's current page from the context;
- *   4. load the page's free-list head; if it is NULL, call the refill,
- *      which hands out the page's next never-used chunk and threads the
- *      ones after it in the same OS page onto the free list (or takes the
- *      slow path when there is none);
+ *   4. load the page's free-list head; if it is NULL, hand out the page's
+ *      next never-used chunk (inline), or call the refill, which takes the
+ *      frees other threads made into the page or the slow path;
  *   5. store the chunk's first word (the next free chunk) as the new head,
  *      clear its second (the double-free key, page.h), add one to the
  *      page's live count, return the chunk.
@@ -121,6 +120,8 @@ void *mk_alloc(mk_ctx *ctx, size_t size)
             return alloc_generic(ctx, size);
         void *b = mki_general_pop(pg);
         if (MKI_LIKELY(b != NULL))
+            return b;
+        if ((b = mki_general_extend(pg)) != NULL)
             return b;
         return mki_general_refill((mki_general *)ctx, pg, size);
     }

@@ -10,9 +10,9 @@
  *   - a context refilled after its reset with what it held before (under
  *     1 MiB) is served by the pages the reset kept: no page is cut;
  *   - a page that held nothing since the last reset goes at the next;
- *   - a free-oldest ring reuses the chunk freed last (a full page that gets
- *     a chunk back leads its class when the current page has no freed
- *     chunk to give).
+ *   - a free-oldest ring through malloc's path reuses the chunk freed last
+ *     (a full page that gets a chunk back leads its class when the current
+ *     page has no freed chunk to give).
  */
 #include "harness.h"
 
@@ -139,13 +139,28 @@ static void test_reset_drops_unused_page(void)
     mk_ctx_delete(c);
 }
 
+/* An allocation as malloc's path makes it (heap.c, heap_pop): the pop,
+ * else the refill, which hands out never-used chunks a run at a time
+ * (mk_alloc hands them out one at a time inline).  An instrumented context
+ * (under Valgrind) has neither: mk_alloc serves it. */
+static void *alloc_as_malloc(mk_ctx *c, size_t n)
+{
+    if (c->fast_kind != MK_GENERAL)
+        return mk_alloc(c, n);
+    mki_general *g = (mki_general *)c;
+    mki_page *pg = mki_general_page_for(g, n);
+    void *p = mki_general_pop(pg);
+    return p ? p : mki_general_refill(g, pg, n);
+}
+
 /* A free-oldest ring of 1 KiB chunks over several pages (free the oldest,
- * then allocate): each allocation takes the chunk freed just before it, as
- * glibc's tcache gives it, so the loop walks memory in order.  The freed
- * chunk's page was full; it leads its class because the current page has
- * no freed chunk, only never-used ones: past `extend`, or on its free list
- * from the refill's run (general.c, holds_freed; with the run's chunks
- * counted as freed, 46 allocations in 3,000 took another). */
+ * then allocate), through malloc's path: each allocation takes the chunk
+ * freed just before it, as glibc's tcache gives it, so the loop walks
+ * memory in order.  The freed chunk's page was full; it leads its class
+ * because the current page has no freed chunk, only never-used ones: past
+ * `extend`, or on its free list from the refill's run (general.c,
+ * holds_freed; with the run's chunks counted as freed, 46 allocations in
+ * 3,000 took another). */
 static void test_ring_reuses_chunk_freed_last(void)
 {
     mk_ctx *c = mk_ctx_new(NULL, "fifo", MK_GENERAL, NULL);
@@ -153,12 +168,12 @@ static void test_ring_reuses_chunk_freed_last(void)
     enum { N = 300, OPS = 3000 }; /* 300 KiB live: 64 KiB pages at the end */
     void *ring[N];
     for (int i = 0; i < N; i++)
-        REQUIRE_NOT_NULL(ring[i] = mk_alloc(c, 1000));
+        REQUIRE_NOT_NULL(ring[i] = alloc_as_malloc(c, 1000));
     int same = 0;
     for (int k = 0; k < OPS; k++) {
         void *old = ring[k % N];
         mk_free(old);
-        void *p = mk_alloc(c, 1000);
+        void *p = alloc_as_malloc(c, 1000);
         REQUIRE_NOT_NULL(p);
         same += p == old;
         ring[k % N] = p;

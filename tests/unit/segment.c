@@ -659,6 +659,10 @@ static void *page_traffic(void *arg)
                 bad++;
                 continue;
             }
+            /* (the page layer hands out bytes; contexts annotate them: an
+             * instrumented one that held these units before, under
+             * Valgrind, left them no-access) */
+            mki_mem_undefined(mine[k]->start, 1);
             mine[k]->start[0] = (char)k;
         }
     }

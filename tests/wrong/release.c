@@ -569,29 +569,6 @@ static void case_after_reset(const char *arg)
     mk_free(launder(p));
 }
 
-/* A free of a chunk of a new page that memkit has not handed out (the
- * release build's default mode): arg "SIZE:K", the K-th chunk after the
- * second.  The page's first chunk comes from the slow path; the second,
- * from the refill, which threads the chunks after it that start in its OS
- * page onto the free list (32 in all at most: ctx/general.c, extend_run)
- * as free chunks, so a free of one of them (K < 32) is a double free; one
- * beyond them, still in the page (16-byte chunks, K = 40: the page's
- * first is 1 KiB, sizeclass.c), is no chunk handed out yet. */
-static void case_unissued(const char *arg)
-{
-    size_t n = 0, k = 0;
-    if (sscanf(arg, "%zu:%zu", &n, &k) != 2)
-        _exit(5);
-    mk_ctx *c = new_general();
-    must(mk_alloc(c, n));
-    char *p = must(mk_alloc(c, n)), *q = p + k * mk_usable_size(p);
-    if (k < 32)
-        expect2(DOUBLE_FREE, q, "rel-general");
-    else
-        expect3(INTERIOR, "mk_free", q, "rel-general");
-    mk_free(launder(q));
-}
-
 /* Secure mode: a write past the end of a chunk into its neighbour (its
  * usable size + 8 + 4 bytes), reported when the chunk itself is freed
  * ("self") or its neighbour is ("next"): arg "KIND:SIZE:WHICH", KIND
@@ -921,7 +898,6 @@ static const struct {
     {"realloc-bad", case_realloc_bad},
     {"usable-bad", case_usable_bad},
     {"after-reset", case_after_reset},
-    {"unissued", case_unissued},
     {"overflow", case_overflow},
     {"clean", case_clean},
 };
@@ -1097,9 +1073,6 @@ static void test_not_a_chunk(void)
     for (size_t i = 0; i < 3; i++)
         for (size_t m = 0; m < NMODES; m++)
             RX_DIES("after-reset", reset[i], MODES[m]);
-    RX_DIES("unissued", "48:1", DEFAULT);
-    RX_DIES("unissued", "16:1", DEFAULT);
-    RX_DIES("unissued", "16:40", DEFAULT);
 }
 
 /* Secure mode: a write past the end of a chunk into its neighbour is
