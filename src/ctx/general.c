@@ -20,9 +20,9 @@
  *    ping-pong of a single object costs no page traffic);
  *  - the free list of a page holds only that page's chunks; never-used
  *    chunks lie beyond `extend` and are handed out by moving it (page.h),
- *    the refill a run at a time (the chunks that start in one OS page go
- *    on the free list: extend_run), so a new page is touched only as far
- *    as it is used and a rewound page (reset) needs no work;
+ *    malloc's refill a run at a time (the chunks that start in one OS
+ *    page go on the free list: extend_run), so a new page is touched only
+ *    as far as it is used and a rewound page (reset) needs no work;
  *  - chunks freed by other threads wait on the context's atomic `remote`
  *    list and are collected by the owner on the allocation slow path.
  *
@@ -424,9 +424,11 @@ static void *class_alloc(mki_general *g, unsigned c)
  * (those go first: they are warm).  The never-used chunks after it whose
  * first 16 bytes lie in the same OS page, EXTEND_RUN in all, go on the free
  * list as free chunks (link and key, as a free leaves them), in address
- * order: the chunks of a new or rewound page then cost the fast path's pop
- * and a call per run, not a call each, and no OS page is touched before a
- * chunk in it is handed out (a page is resident as far as it is used).
+ * order: the chunks of a new page then cost malloc's inline pop and a call
+ * per run, not a call each, and no OS page is touched before a chunk in it
+ * is handed out (a page is resident as far as it is used).  (mk_alloc
+ * hands never-used chunks out one at a time inline, general.h: a context
+ * reset after a few chunks would pay for runs it drops.)
  * A free of one of them before it is handed out is reported as a double
  * free (its key), as a free of a chunk that was handed out and freed.
  * (The refill serves plain and profiled contexts only, whose links are
@@ -459,11 +461,12 @@ static void *extend_run(mki_page *pg)
     return b;
 }
 
-/* mk_alloc's fast path found the free list of @pg (the current page of the
- * class of @size) empty: take the chunks other threads freed into it (they
- * are warm, and reusing them keeps the page from growing), else hand out
- * its next never-used chunks (the common case on a new or rewound page),
- * else take the slow path. */
+/* A fast path (malloc's, after its pop; mk_alloc's, after its inline
+ * extend too) found no chunk on @pg (the current page of the class of
+ * @size): take the chunks other threads freed into it (they are warm, and
+ * reusing them keeps the page from growing), else hand out its next
+ * never-used chunks (malloc's common case on a new page), else take the
+ * slow path. */
 void *mki_general_refill(mki_general *g, mki_page *pg, size_t size)
 {
     if (MKI_UNLIKELY(atomic_load_explicit(&pg->xfree, memory_order_relaxed))) {

@@ -459,7 +459,7 @@ MKI_INLINE void mki_page_push(mki_page *pg, void *p)
 
 /* Can the page hand out a chunk: a free one, or one never used yet?
  * (Never-used chunks lie in [extend, end) and are not on the free list: a
- * page is threaded onto it only an OS page at a time, as GENERAL's refill
+ * page is threaded onto it only an OS page at a time, as malloc's refill
  * hands out a chunk of that OS page (ctx/general.c, extend_run), so it is
  * touched only where chunks are handed out, and a rewound page needs no
  * work.) */
