@@ -420,8 +420,9 @@ static void *class_alloc(mki_general *g, unsigned c)
 #define EXTEND_RUN 32
 
 /* The next never-used chunk of @pg (a new or rewound page, whose free list
- * is empty), or NULL when it has none or other threads' frees wait on it
- * (those go first: they are warm).  The never-used chunks after it whose
+ * is empty), or NULL when it has none.  (Its one caller, the refill, has
+ * taken the frees other threads made into the page first: they are warm,
+ * and it read their word just before.)  The never-used chunks after it whose
  * first 16 bytes lie in the same OS page, EXTEND_RUN in all, go on the free
  * list as free chunks (link and key, as a free leaves them), in address
  * order: the chunks of a new page then cost malloc's inline pop and a call
@@ -437,8 +438,7 @@ static void *class_alloc(mki_general *g, unsigned c)
 static void *extend_run(mki_page *pg)
 {
     char *b = pg->extend;
-    if (MKI_UNLIKELY(b >= pg->end) ||
-        MKI_UNLIKELY(atomic_load_explicit(&pg->xfree, memory_order_relaxed) != 0))
+    if (MKI_UNLIKELY(b >= pg->end))
         return NULL;
     size_t sz = pg->chunk_size;
     /* the last start whose link and key lie in b's OS page, and in the page */
