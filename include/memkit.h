@@ -162,9 +162,14 @@ MK_API mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
  * the descendants' own; callbacks are dropped once they have run.  Memory
  * is kept for the refill that usually follows: a GENERAL context keeps up
  * to 1 MiB of its pages, the other kinds one block (BUMP its largest, up to
- * 1 MiB); the rest goes back to the shared page pool.  mk_ctx_trim() gives
- * the kept memory back; a context made with MK_CTX_RELEASE_ON_RESET keeps
- * none.  A NULL @p ctx is ignored.
+ * 1 MiB); the rest goes back to the shared page pool.  A plain GENERAL
+ * context (not checked, secure or profiled) also keeps the other pages
+ * this round used, resting: the next round takes them before new pages,
+ * its reset gives back those it did not take, and meanwhile the purge
+ * policy may decommit them as it does free memory (mk_stats.bytes_resting
+ * counts them).  mk_ctx_trim() gives the kept and resting memory back; a
+ * context made with MK_CTX_RELEASE_ON_RESET keeps none.  A NULL @p ctx is
+ * ignored.
  */
 MK_API void mk_ctx_reset(mk_ctx *ctx);
 
@@ -418,6 +423,9 @@ typedef struct mk_stats {
     size_t bytes_free;     /**< bytes_reserved - bytes_used */
     size_t chunks;         /**< live chunks (MK_BUMP: 0, it does not count
                                 them, except in instrumented builds) */
+    size_t bytes_resting;  /**< of bytes_free, those of the pages a reset
+                                left resting (MK_GENERAL: mk_ctx_reset),
+                                which the purge may have decommitted */
 } mk_stats;
 
 /**

@@ -31,6 +31,8 @@ static void print_line(FILE *out, int depth, const mk_ctx *c,
                  "%zu free, %zu chunks",
             depth * 2, "", c->name, kind_name(c), s->blocks, s->bytes_reserved,
             s->bytes_used, s->bytes_reserved - s->bytes_used, s->chunks);
+    if (s->bytes_resting)
+        fprintf(out, " (%zu bytes resting)", s->bytes_resting);
     size_t charged, refused, limit = mk_ctx_limit(c, &charged, &refused);
     if (limit || refused)
         fprintf(out, "; limit %zu bytes, %zu held by the subtree, %zu "
@@ -90,9 +92,9 @@ static void json_name(FILE *out, const char *s)
 static void json_figures(FILE *out, const mk_stats *s)
 {
     fprintf(out, "\"blocks\":%zu,\"bytes_reserved\":%zu,\"bytes_used\":%zu,"
-                 "\"bytes_free\":%zu,\"chunks\":%zu",
+                 "\"bytes_free\":%zu,\"chunks\":%zu,\"bytes_resting\":%zu",
             s->blocks, s->bytes_reserved, s->bytes_used,
-            s->bytes_reserved - s->bytes_used, s->chunks);
+            s->bytes_reserved - s->bytes_used, s->chunks, s->bytes_resting);
 }
 
 int mk_ctx_stats_json(const mk_ctx *ctx, FILE *out)

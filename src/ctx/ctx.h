@@ -219,6 +219,8 @@ mki_page *mki_ctx_chunk_page(mk_ctx *ctx, size_t size, size_t align);
  * counted if @count: the caller gives up rather than trying a new page)
  * when a limit would be passed. */
 int mki_ctx_may_grow(mk_ctx *ctx, size_t bytes, int count);
+/* Has @ctx or one of its ancestors a limit? */
+int mki_ctx_limited(const mk_ctx *ctx);
 /* @pg's size changed in place (a resize): charge the difference. */
 void mki_ctx_recharge(mki_page *pg);
 /* The page layer gives @pg back (mki_page_up.released): uncharge it. */

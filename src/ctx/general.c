@@ -270,6 +270,19 @@ void mki_general_page_empty(mki_page *pg)
         page_drop(g, pg);
 }
 
+/* Cut small page @pg (none of its chunks handed out) for class @c. */
+static void page_shape(mki_page *pg, unsigned c)
+{
+    uint32_t sz = mki_class_size[c];
+    pg->cls = (uint8_t)c;
+    pg->chunk_size = sz;
+    pg->capacity = (uint32_t)(pg->size / sz);
+    pg->free = NULL;
+    pg->extend = pg->start;
+    pg->end = pg->start + (size_t)pg->capacity * sz;
+    mki_page_pos_init(pg);
+}
+
 /* The spare page, made ready for class @c if it is big enough; NULL if
  * there is no spare that fits. */
 static mki_page *take_spare(mki_general *g, unsigned c, uint32_t units)
@@ -284,17 +297,31 @@ static mki_page *take_spare(mki_general *g, unsigned c, uint32_t units)
         page_drop(g, pg); /* too small, or its check bitmap is sized */
         return NULL;
     }
-    uint32_t sz = mki_class_size[c];
     class_count(pg->cls, pg->size, 0);
     class_count(c, pg->size, 1);
-    pg->cls = (uint8_t)c;
-    pg->chunk_size = sz;
-    pg->capacity = (uint32_t)(pg->size / sz);
-    pg->free = NULL;
-    pg->extend = pg->start;
-    pg->end = pg->start + (size_t)pg->capacity * sz;
-    mki_page_pos_init(pg);
+    page_shape(pg, c);
     return pg;
+}
+
+/* A page the last reset left resting, woken and cut for class @c, if one
+ * has at least @units units; NULL when none is left.  Those too small
+ * for @c go back on the way (a round that needs other sizes than the
+ * last one gives the last one's pages back as it goes). */
+static mki_page *wake_rest(mki_general *g, unsigned c, uint32_t units)
+{
+    mki_page *pg;
+    while ((pg = g->rest) != NULL) {
+        g->rest = pg->next;
+        if (pg->units >= units && mki_segment_page_wake(pg) == 0) {
+            page_shape(pg, c);
+            mki_page_set_tid(pg, g->base.fast_tid);
+            g->page_bytes += pg->size;
+            class_count(c, pg->size, 1);
+            return pg;
+        }
+        mki_segment_page_release(pg);
+    }
+    return NULL;
 }
 
 /* MEMKIT_SECURE=2: hand the chunks of a fresh page out in an order an
@@ -351,17 +378,13 @@ static mki_page *page_new(mki_general *g, unsigned c, uint32_t after)
             shuffle(pg); /* re-cut for another class */
         return pg;
     }
+    if (g->rest && (pg = wake_rest(g, c, units)) != NULL)
+        return pg;
     pg = mki_segment_page_alloc(units, (size_t)units * MKI_UNIT);
     if (!pg)
         return NULL;
-    uint32_t sz = mki_class_size[c];
     pg->kind = MKI_PAGE_SMALL;
-    pg->cls = (uint8_t)c;
-    pg->chunk_size = sz;
-    pg->capacity = (uint32_t)(pg->size / sz);
-    pg->extend = pg->start;
-    pg->end = pg->start + (size_t)pg->capacity * sz;
-    mki_page_pos_init(pg);
+    page_shape(pg, c);
     mki_page_set_tid(pg, g->base.fast_tid);
     if (mki_ctx_claim_page(&g->base, pg) != 0) {
         mki_segment_page_release(pg);
@@ -769,7 +792,8 @@ static void each_page(mki_general *g, page_fn fn, void *arg)
 }
 
 /* Reset: small pages are kept, rewound, up to KEEP_BYTES in all, in the
- * order the walk meets them; the rest go back.  A context refilled after
+ * order the walk meets them; the others that served this round rest (a
+ * plain context's: below), the rest go back.  A context refilled after
  * its reset (the usual life of a per-query or per-frame context) then takes
  * no page from the page pool until it passes what it kept: a page costs
  * some 1,200 instructions to cut and give back (segment.c), 19 for every
@@ -779,10 +803,25 @@ static void each_page(mki_general *g, page_fn fn, void *arg)
  * MK_CTX_RELEASE_ON_RESET keeps nothing. */
 #define KEEP_BYTES ((size_t)1 << 20)
 
+/* Past KEEP_BYTES, the small pages that served this round rest
+ * (mki_segment_pages_rest): the context keeps them for the next round's
+ * pages, and the purge may take their memory meanwhile as it takes free
+ * units', after the same delay.  Waking one costs a lock and a bitmap
+ * test (segment.c); a page cut and given back costs some 1,200
+ * instructions, which a context of 64 MiB paid 1,000 times a round (W1
+ * reset 1 KiB x 64 MiB: GENERAL 1.9x GENERATION's time, whose 1 MiB
+ * blocks are 16 times fewer).  Resting pages the next round did not wake
+ * go back at its reset: a context holds at most what its last round used,
+ * in address space, and its resident memory follows the purge policy
+ * (stats: bytes_resting).  Instrumented, secure and profiled contexts, and
+ * those under a limit (where resting pages would count against the pages
+ * of other kinds and contexts), keep the simple rule. */
 struct keep {
     size_t limit;    /* KEEP_BYTES, or 0 (keep nothing) */
+    int may_rest;    /* pages past the limit may rest */
     mki_page *pages; /* kept, linked by next */
     size_t bytes;
+    mki_page *rest;  /* resting, linked by next */
     mki_page *drop;  /* pages going back, linked by next (one lock for all:
                         mki_segment_pages_release) */
 };
@@ -795,8 +834,8 @@ static void release_or_keep(mki_page *pg, void *arg)
      * context whose rounds fit one page comes back to general_reset's
      * one-page case; W1 reset 1 KiB x 16 KiB kept a 16 KiB page that the
      * 32 KiB one had taken over, and walked both at every reset) */
-    if (pg->kind == MKI_PAGE_SMALL && k->bytes + pg->size <= k->limit &&
-        (pg->used != 0 || (pg->flags & MKI_PF_CURRENT))) {
+    int served = pg->used != 0 || (pg->flags & MKI_PF_CURRENT);
+    if (pg->kind == MKI_PAGE_SMALL && served && k->bytes + pg->size <= k->limit) {
         k->bytes += pg->size;
         pg->next = k->pages;
         k->pages = pg;
@@ -804,6 +843,11 @@ static void release_or_keep(mki_page *pg, void *arg)
     }
     if (pg->kind == MKI_PAGE_SMALL)
         class_count(pg->cls, pg->size, 0);
+    if (pg->kind == MKI_PAGE_SMALL && served && k->may_rest) {
+        pg->next = k->rest;
+        k->rest = pg;
+        return;
+    }
     pg->next = k->drop; /* (each_page read it already) */
     k->drop = pg;
 }
@@ -827,9 +871,24 @@ static void rewind_page(mki_page *pg)
 static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
 {
     mki_general *g = gen(ctx);
-    struct keep k = {keep_one ? KEEP_BYTES : 0, NULL, 0, NULL};
+    struct keep k = {keep_one ? KEEP_BYTES : 0,
+                     keep_one && ctx->fast_kind == MK_GENERAL && !mki_ctx_limited(ctx),
+                     NULL, 0, NULL, NULL};
     each_page(g, release_or_keep, &k);
+    /* the pages the last reset left resting that this round never woke */
+    for (mki_page *pg = g->rest, *next; pg; pg = next) {
+        next = pg->next;
+        pg->next = k.drop;
+        k.drop = pg;
+    }
+    g->rest = NULL;
     mki_segment_pages_release(k.drop);
+    for (mki_page *pg = k.rest; pg; pg = pg->next) {
+        pg->flags = 0; /* (no RELEASE: such a context rests none) */
+        rewind_page(pg);
+    }
+    mki_segment_pages_rest(k.rest);
+    g->rest = k.rest;
     for (uint64_t bits = g->classes; bits; bits &= bits - 1) {
         unsigned c = (unsigned)__builtin_ctzll(bits);
         *slot_of(g, c) = &mki_page_empty;
@@ -867,7 +926,7 @@ static void general_reset(mk_ctx *ctx, int keep_one)
      * one size): one page, current, nothing else held; rewound in place */
     uint64_t cl = g->classes;
     if (keep_one && cl && !(cl & (cl - 1)) && !g->full && !g->large &&
-        !g->spare && ctx->fast_kind != MKI_KIND_SLOW) {
+        !g->spare && !g->rest && ctx->fast_kind != MKI_KIND_SLOW) {
         mki_page *pg = *slot_of(g, (unsigned)__builtin_ctzll(cl));
         if (!pg->next) {
             rewind_page(pg);
@@ -907,7 +966,13 @@ static void add_stats(mki_page *pg, void *arg)
 
 static void general_stats(const mk_ctx *ctx, mk_stats *out)
 {
-    each_page(gen((mk_ctx *)ctx), add_stats, out);
+    mki_general *g = gen((mk_ctx *)ctx);
+    each_page(g, add_stats, out);
+    for (const mki_page *pg = g->rest; pg; pg = pg->next) { /* no chunk */
+        out->blocks++;
+        out->bytes_reserved += pg->size;
+        out->bytes_resting += pg->size;
+    }
 }
 
 static void set_tid(mki_page *pg, void *arg)
@@ -916,11 +981,17 @@ static void set_tid(mki_page *pg, void *arg)
         mki_page_set_tid(pg, *(uintptr_t *)arg);
 }
 
-/* mk_ctx_trim: the spare page, and current pages that hold nothing. */
+/* mk_ctx_trim: resting pages, the spare page, and current pages that hold
+ * nothing. */
 static size_t general_trim(mk_ctx *ctx)
 {
     mki_general *g = gen(ctx);
     size_t bytes = 0;
+    for (mki_page *pg = g->rest, *next; pg; pg = next) {
+        next = pg->next;
+        bytes += mki_segment_page_release_now(pg);
+    }
+    g->rest = NULL;
     if (g->spare) {
         mki_page *pg = g->spare;
         g->spare = NULL;

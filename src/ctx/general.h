@@ -33,6 +33,9 @@ typedef struct mki_general {
     mki_page *full;      /* pages with no free chunk */
     mki_page *large;     /* large and huge chunks */
     mki_page *spare;     /* one empty page kept for the next page needed */
+    mki_page *rest;      /* pages the last reset kept past its bound,
+                            resting (segment.c), for the pages this round
+                            needs; linked by next (general.c, reset) */
     size_t page_bytes;   /* bytes of small pages held (sizes next pages) */
 } mki_general;
 

@@ -68,6 +68,14 @@ int mki_ctx_may_grow(mk_ctx *ctx, size_t bytes, int count)
     return 1;
 }
 
+int mki_ctx_limited(const mk_ctx *ctx)
+{
+    for (const mk_ctx *a = ctx; a; a = a->parent)
+        if (a->limit)
+            return 1;
+    return 0;
+}
+
 void mki_ctx_recharge(mki_page *pg)
 {
     if (pg->ctx && pg->size != pg->charged) {

@@ -79,10 +79,14 @@ enum mki_page_flag {
     MKI_PF_FULL = 1,    /* on the context's full list */
     MKI_PF_CURRENT = 2, /* head of its class list; holds one pin in `used` */
     MKI_PF_FRESH = 4,   /* huge: its memory came zeroed from the OS */
-    MKI_PF_RELEASE = 8  /* its owner gives memory back at once, keeping
+    MKI_PF_RELEASE = 8, /* its owner gives memory back at once, keeping
                            nothing cached (set by the owner, a context of
                            MK_CTX_RELEASE_ON_RESET; the page layer only
                            reads it) */
+    MKI_PF_REST = 16    /* resting: its owner keeps it with no chunk in
+                           it, and a purge may decommit it meanwhile (set
+                           and cleared by the page layer: segment.c,
+                           mki_segment_pages_rest / mki_segment_page_wake) */
 };
 
 /*
@@ -185,8 +189,12 @@ struct mki_segment {
         struct {
             uint64_t used[MKI_BITMAP_WORDS];      /* unit handed out */
             uint64_t committed[MKI_BITMAP_WORDS]; /* unit may be resident */
-            uint64_t aged[MKI_BITMAP_WORDS]; /* free and committed at the
-                                                last purge pass (segment.c) */
+            uint64_t aged[MKI_BITMAP_WORDS]; /* free or resting, and
+                                                committed, at the last purge
+                                                pass (segment.c) */
+            uint64_t rest[MKI_BITMAP_WORDS]; /* unit of a resting page
+                                                (MKI_PF_REST), not held by
+                                                a purge */
         };
         /* huge segments: the kernel mappings it is made of (huge.c moves
          * pages in from other mappings; mremap moves one at a time) */

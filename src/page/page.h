@@ -56,6 +56,17 @@ size_t mki_segment_page_release_now(mki_page *pg);
  * lock and one purge note for them all (a GENERAL reset gives back every
  * page beyond what it keeps). */
 void mki_segment_pages_release(mki_page *pgs);
+/* The pages of list @pgs (linked through `next`, kept) rest: their owner
+ * keeps them, with no chunk in them, for the pages it will need next, and
+ * a purge may decommit their memory meanwhile, as it does free units'
+ * (a reset's pages beyond what it keeps: ctx/general.c).  A resting page
+ * is woken before use, or given back as any page.  Thread-safe. */
+void mki_segment_pages_rest(mki_page *pgs);
+/* Resting page @pg back in use by its owner, its units committed again
+ * where a purge took them (their contents are then zero or stale): 0; -1
+ * with ENOMEM if that commit failed (the page still rests).  Waits out a
+ * purge pass that is decommitting it.  Thread-safe. */
+int mki_segment_page_wake(mki_page *pg);
 /* Count a huge mapping at @base as a segment memkit holds (@add 1) or no
  * longer holds (0); the checking build records it in its registry.  0, or
  * -1 when the registry cannot record it.  Thread-safe. */

@@ -29,6 +29,7 @@
 #include "purge.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -38,6 +39,7 @@ static _Atomic size_t segment_count;
 /* Figures for mallinfo2 and MEMKIT_STATS (relaxed; exact when quiet). */
 static _Atomic size_t seg_committed; /* committed bytes of normal segments */
 static _Atomic size_t units_out;     /* units handed out as pages */
+static _Atomic size_t units_resting; /* of them, in resting pages */
 static _Atomic size_t normal_count;  /* normal segments held */
 static _Atomic size_t page_cuts;     /* pages cut */
 
@@ -229,6 +231,37 @@ static unsigned bits_count(const uint64_t *bits, unsigned first, unsigned n)
         n -= take;
     }
     return c;
+}
+
+/* Are units @first .. @first + @n - 1 all set in @bits? */
+static int bits_all(const uint64_t *bits, unsigned first, unsigned n)
+{
+    while (n) {
+        unsigned w = first / 64, take;
+        uint64_t mask = span_mask(first, n, &take);
+        if ((bits[w] & mask) != mask)
+            return 0;
+        first += take;
+        n -= take;
+    }
+    return 1;
+}
+
+/* Resting page @pg of @s back with its owner (lock held): its `rest` bits
+ * cleared.  A purge pass that holds some of them (collect_runs cleared
+ * them while it decommits) puts them back when its system calls are done:
+ * wait for that, without the lock.  (A fork waits for the pass: the
+ * purge's fork handler.) */
+static void unrest(mki_segment *s, mki_page *pg)
+{
+    while (!bits_all(s->rest, pg->unit, pg->units)) {
+        mki_os_unlock(&arena_lock);
+        sched_yield();
+        mki_os_lock(&arena_lock);
+    }
+    bits_set(s->rest, pg->unit, pg->units, 0);
+    UNCOUNT(units_resting, pg->units);
+    pg->flags &= (uint8_t)~MKI_PF_REST;
 }
 
 /* Point @n entries of a page map at @pg, four stores a step (a slot has 64
@@ -666,6 +699,11 @@ size_t mki_segment_page_release_now(mki_page *pg)
     uintptr_t b = ((uintptr_t)pg->start + pg->size) & ~(uintptr_t)(MKI_OS_PAGE - 1);
     mki_segment *s = mki_segment_of(pg->start);
     size_t bytes = 0;
+    if (pg->flags & MKI_PF_REST) { /* (no purge may take its units now) */
+        mki_os_lock(&arena_lock);
+        unrest(s, pg);
+        mki_os_unlock(&arena_lock);
+    }
     if (b > a) {
         unsigned first = (unsigned)((a - (uintptr_t)s) >> MKI_UNIT_SHIFT);
         unsigned n = (unsigned)((b - a) >> MKI_UNIT_SHIFT);
@@ -716,6 +754,8 @@ static void release_list(mki_page *pgs)
     for (mki_page *pg = pgs, *next; pg; pg = next) {
         next = pg->next;
         mki_segment *s = mki_segment_of(pg->start);
+        if (pg->flags & MKI_PF_REST)
+            unrest(s, pg);
         list_remove(list_of(s), s);
         map_set(s, pg->unit, pg->units, &mki_page_gone);
         units_freed(s, pg->unit, pg->units);
@@ -738,6 +778,46 @@ static void release(mki_page *pg)
 {
     pg->next = NULL;
     release_list(pg);
+}
+
+void mki_segment_pages_rest(mki_page *pgs)
+{
+    if (!pgs)
+        return;
+    unsigned long long now = mki_os_now_ns();
+    mki_os_lock(&arena_lock);
+    for (mki_page *pg = pgs; pg; pg = pg->next) {
+        mki_segment *s = mki_segment_of(pg->start);
+        bits_set(s->rest, pg->unit, pg->units, 1);
+        bits_set(s->aged, pg->unit, pg->units, 0); /* its idle time starts */
+        s->freed_ns = now;
+        COUNT(units_resting, pg->units);
+        pg->flags |= MKI_PF_REST;
+    }
+    mki_os_unlock(&arena_lock);
+    mki_purge_note(); /* their memory may go back in time */
+}
+
+int mki_segment_page_wake(mki_page *pg)
+{
+    mki_segment *s = mki_segment_of(pg->start);
+    size_t fresh = 0;
+    mki_os_lock(&arena_lock);
+    unrest(s, pg);
+    if (!bits_all(s->committed, pg->unit, pg->units) &&
+        commit_units(s, pg->unit, pg->units, &fresh) != 0) {
+        /* (what it committed stays committed, and counted) */
+        bits_set(s->rest, pg->unit, pg->units, 1);
+        COUNT(units_resting, pg->units);
+        pg->flags |= MKI_PF_REST;
+        mki_os_unlock(&arena_lock);
+        errno = ENOMEM;
+        return -1;
+    }
+    mki_os_unlock(&arena_lock);
+    if (fresh)
+        mki_purge_used(1);
+    return 0;
 }
 
 void mki_segment_pages_release(mki_page *pgs)
@@ -854,6 +934,7 @@ mki_page *mki_segment_chunk_alloc(mk_ctx *ctx, size_t size, size_t align)
 typedef struct purge_run {
     mki_segment *s;
     unsigned first, n;
+    int rest; /* units of resting pages (else free ones) */
 } purge_run;
 
 /* Bits of @x whose whole OS page (group of UPP bits) is set. */
@@ -866,15 +947,47 @@ static uint64_t whole_pages(uint64_t x)
     return m * ((1ull << UPP) - 1);
 }
 
-/* Collect the runs of @s to purge (lock held): the free, committed units
- * that have been free for the delay: all of them if no page of @s went
- * back for the delay (`quiet`) or @force, else those that were free at
- * the last pass too (`aged`: a busy segment's long-free units).  A run
- * spans bitmap words (one system call per free run, not per word); its
- * units are marked used until the purge is done.  Returns 1 if units stay
- * to purge later, and lowers *@next_due to when they will be due.  With
- * @budget (a shed, mki_segment_shed): any free units, whole words of them
- * until *@budget bytes are taken, `aged` left as it was. */
+/* The run collect_runs is building: units @start .. @start + @len - 1,
+ * free ones or (@rest) those of resting pages. */
+typedef struct run_build {
+    unsigned start, len;
+    int rest;
+} run_build;
+
+/* Close run @r of @s: to purge in this pass (its units held meanwhile: a
+ * free run's marked used, a resting run's `rest` bits cleared), or, with
+ * no room left in this pass, aged for the next one (*@later). */
+static void close_run(mki_segment *s, run_build *r, purge_run *runs,
+                      unsigned *nr, int *took, int *later, size_t *budget)
+{
+    if (*nr < MAX_RUNS) {
+        runs[(*nr)++] = (purge_run){s, r->start, r->len, r->rest};
+        if (r->rest) {
+            bits_set(s->rest, r->start, r->len, 0);
+        } else {
+            if (!*took)
+                list_remove(list_of(s), s);
+            *took = 1;
+            units_taken(s, r->start, r->len);
+            s->free_units -= r->len;
+        }
+    } else if (!budget) {
+        *later = 1; /* no room in this pass: the next one */
+        bits_set(s->aged, r->start, r->len, 1);
+    }
+    r->len = 0;
+}
+
+/* Collect the runs of @s to purge (lock held): the free or resting,
+ * committed units that have been so for the delay: all of them if no page
+ * of @s went back or to rest for the delay (`quiet`) or @force, else those
+ * that were so at the last pass too (`aged`: a busy segment's long-idle
+ * units).  A run spans bitmap words (one system call per run, not per
+ * word), and holds free units or resting ones, not both (they are given
+ * back differently: purge).  Returns 1 if units stay to purge later, and
+ * lowers *@next_due to when they will be due.  With @budget (a shed,
+ * mki_segment_shed): any such units, whole words of them until *@budget
+ * bytes are taken, `aged` left as it was. */
 static int collect_runs(mki_segment *s, int force, unsigned long long now,
                         unsigned long long delay_ns, purge_run *runs,
                         unsigned *nr, unsigned long long *next_due,
@@ -882,16 +995,19 @@ static int collect_runs(mki_segment *s, int force, unsigned long long now,
 {
     int later = 0, took = 0;
     int quiet = budget || force || now - s->freed_ns >= delay_ns;
-    unsigned start = 0, len = 0; /* the run being built */
+    run_build r = {0, 0, 0};
     for (unsigned w = 0; w <= MKI_BITMAP_WORDS; w++) {
-        uint64_t cand = 0;
+        uint64_t cand = 0, rest = 0;
         if (w < MKI_BITMAP_WORDS) {
             /* only whole OS pages can go back: the rest is not counted */
-            uint64_t idle = whole_pages(~s->used[w] & s->committed[w]);
+            uint64_t idle_free = whole_pages(~s->used[w] & s->committed[w]);
+            uint64_t idle_rest = whole_pages(s->rest[w] & s->committed[w]);
+            uint64_t idle = idle_free | idle_rest;
             cand = quiet ? idle : idle & s->aged[w];
             if (*nr >= MAX_RUNS || (budget && !*budget))
                 cand = 0;
-            if (budget) { /* a shed: any free unit, and `aged` as it was */
+            rest = cand & idle_rest;
+            if (budget) { /* a shed: any idle unit, and `aged` as it was */
                 size_t bytes = (size_t)__builtin_popcountll(cand) * MKI_UNIT;
                 *budget -= bytes < *budget ? bytes : *budget;
             } else {
@@ -900,38 +1016,27 @@ static int collect_runs(mki_segment *s, int force, unsigned long long now,
             }
         }
         /* the common words at once: nothing to take and no run open (past
-         * the last word too: nothing to close), or every unit taken (a run
-         * goes on through the word) */
-        if (!cand && !len)
+         * the last word too: nothing to close), or every unit taken, of
+         * the open run's sort (the run goes on through the word) */
+        if (!cand && !r.len)
             continue;
-        if (cand == ~0ull) {
-            if (!len)
-                start = w * 64;
-            len += 64;
+        if (cand == ~0ull && (rest == 0 || rest == ~0ull) &&
+            (!r.len || r.rest == (rest != 0))) {
+            if (!r.len)
+                r = (run_build){w * 64, 0, rest != 0};
+            r.len += 64;
             continue;
         }
         for (unsigned b = 0; b < 64; b++) {
             int in = w < MKI_BITMAP_WORDS && ((cand >> b) & 1);
+            int is_rest = (int)((rest >> b) & 1);
+            if (r.len && (!in || is_rest != r.rest))
+                close_run(s, &r, runs, nr, &took, &later, budget);
             if (in) {
-                if (!len)
-                    start = w * 64 + b;
-                len++;
-                continue;
+                if (!r.len)
+                    r = (run_build){w * 64 + b, 0, is_rest};
+                r.len++;
             }
-            if (!len)
-                continue;
-            if (*nr < MAX_RUNS) {
-                if (!took)
-                    list_remove(list_of(s), s);
-                took = 1;
-                runs[(*nr)++] = (purge_run){s, start, len};
-                units_taken(s, start, len);
-                s->free_units -= len;
-            } else if (!budget) {
-                later = 1; /* no room in this pass: the next one */
-                bits_set(s->aged, start, len, 1);
-            }
-            len = 0;
             if (w >= MKI_BITMAP_WORDS)
                 break;
         }
@@ -1031,6 +1136,18 @@ static size_t purge(int force, int how, int unmap_empty,
     mki_os_lock(&arena_lock);
     for (unsigned i = 0; i < nr; i++) {
         mki_segment *s = runs[i].s;
+        if (runs[i].rest) { /* still resting, with its owner */
+            bits_set(s->rest, runs[i].first, runs[i].n, 1);
+            if (run_failed[i]) {
+                bits_set(s->aged, runs[i].first, runs[i].n, 1);
+                continue;
+            }
+            bits_set(s->committed, runs[i].first, runs[i].n, 0);
+            size_t bytes = (size_t)runs[i].n * MKI_UNIT;
+            UNCOUNT(seg_committed, bytes);
+            total += bytes;
+            continue;
+        }
         list_remove(list_of(s), s);
         units_freed(s, runs[i].first, runs[i].n);
         if (run_failed[i]) {
@@ -1094,10 +1211,20 @@ void mki_segment_fork(int phase)
         pthread_mutex_unlock(&arena_lock);
 }
 
+/* Units in pages that are not resting (a resting page's units are its
+ * owner's, and slack: no chunk in them).  Two relaxed loads, which other
+ * threads' cuts and rests may pass between: never below 0. */
+static size_t units_live(void)
+{
+    size_t out = atomic_load_explicit(&units_out, memory_order_relaxed);
+    size_t rest = atomic_load_explicit(&units_resting, memory_order_relaxed);
+    return out > rest ? out - rest : 0;
+}
+
 void mki_segment_use(size_t *live, size_t *slack)
 {
     size_t committed = atomic_load_explicit(&seg_committed, memory_order_relaxed);
-    size_t held = atomic_load_explicit(&units_out, memory_order_relaxed) * MKI_UNIT +
+    size_t held = units_live() * MKI_UNIT +
                   atomic_load_explicit(&normal_count, memory_order_relaxed) *
                       (MKI_SEG_HEADER_UNITS * MKI_UNIT);
     *live = held;
@@ -1107,8 +1234,7 @@ void mki_segment_use(size_t *live, size_t *slack)
 void mki_segment_figures(mki_malloc_figures *f)
 {
     f->segment_bytes = atomic_load_explicit(&seg_committed, memory_order_relaxed);
-    f->page_bytes =
-        atomic_load_explicit(&units_out, memory_order_relaxed) * MKI_UNIT;
+    f->page_bytes = units_live() * MKI_UNIT;
     mki_huge_figures(&f->huge_count, &f->huge_bytes, &f->huge_cached);
     f->used_bytes = f->page_bytes + f->huge_bytes;
 }

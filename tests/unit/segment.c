@@ -451,7 +451,7 @@ static void test_descriptor_reused_zeroed(void)
 {
     mki_page *a = mki_segment_page_alloc(4, 4 * MKI_UNIT);
     REQUIRE_NOT_NULL(a);
-    a->flags = 0xff;
+    a->flags = 0xff & ~MKI_PF_REST; /* (the page layer's own, trusted) */
     a->cls = 7;
     a->used = 123;
     a->charged = 4096;
