@@ -695,8 +695,9 @@ static inline void mk_pool_put(mk_pool *pool, void *obj)
 /**
  * Give back to the OS at once every page memkit holds empty and every
  * mapping of a freed huge chunk it keeps for reuse, whatever the purge
- * policy and delay; first take in the chunks other threads freed into the
- * heaps of exited threads.  Thread-safe.  Returns the number of bytes
+ * policy and delay, and the memory of the pages contexts' resets left
+ * resting (the pages stay the contexts': mk_ctx_reset); first take in the
+ * chunks other threads freed into the heaps of exited threads.  Thread-safe.  Returns the number of bytes
  * given back.  (malloc_trim(0) calls it and returns whether it gave any.)
  */
 MK_API size_t mk_trim(void);
