@@ -818,7 +818,9 @@ static void each_page(mki_general *g, page_fn fn, void *arg)
  * of other kinds and contexts), keep the simple rule. */
 struct keep {
     size_t limit;    /* KEEP_BYTES, or 0 (keep nothing) */
-    int may_rest;    /* pages past the limit may rest */
+    mk_ctx *ctx;
+    int may_rest;    /* pages past the limit may rest (-1: not asked yet;
+                        most resets keep all they hold) */
     mki_page *pages; /* kept, linked by next */
     size_t bytes;
     mki_page *rest;  /* resting, linked by next */
@@ -843,6 +845,9 @@ static void release_or_keep(mki_page *pg, void *arg)
     }
     if (pg->kind == MKI_PAGE_SMALL)
         class_count(pg->cls, pg->size, 0);
+    if (pg->kind == MKI_PAGE_SMALL && served && k->may_rest < 0)
+        k->may_rest = k->limit && k->ctx->fast_kind == MK_GENERAL &&
+                      !mki_ctx_limited(k->ctx);
     if (pg->kind == MKI_PAGE_SMALL && served && k->may_rest) {
         pg->next = k->rest;
         k->rest = pg;
@@ -871,9 +876,7 @@ static void rewind_page(mki_page *pg)
 static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
 {
     mki_general *g = gen(ctx);
-    struct keep k = {keep_one ? KEEP_BYTES : 0,
-                     keep_one && ctx->fast_kind == MK_GENERAL && !mki_ctx_limited(ctx),
-                     NULL, 0, NULL, NULL};
+    struct keep k = {keep_one ? KEEP_BYTES : 0, ctx, -1, NULL, 0, NULL, NULL};
     each_page(g, release_or_keep, &k);
     /* the pages the last reset left resting that this round never woke */
     for (mki_page *pg = g->rest, *next; pg; pg = next) {
@@ -925,8 +928,10 @@ static void general_reset(mk_ctx *ctx, int keep_one)
     /* the common small case (a context used for one object, or a few of
      * one size): one page, current, nothing else held; rewound in place */
     uint64_t cl = g->classes;
-    if (keep_one && cl && !(cl & (cl - 1)) && !g->full && !g->large &&
-        !g->spare && !g->rest && ctx->fast_kind != MKI_KIND_SLOW) {
+    if (keep_one && cl && !(cl & (cl - 1)) &&
+        !((uintptr_t)g->full | (uintptr_t)g->large | (uintptr_t)g->spare |
+          (uintptr_t)g->rest) &&
+        ctx->fast_kind != MKI_KIND_SLOW) {
         mki_page *pg = *slot_of(g, (unsigned)__builtin_ctzll(cl));
         if (!pg->next) {
             rewind_page(pg);
