@@ -860,7 +860,7 @@ static void release_or_keep(mki_page *pg, void *arg)
 /* Every chunk of @pg is free again: rewind it (no work per chunk; no
  * position is a chunk's any more, so a free of a chunk from before is
  * reported). */
-static void rewind_page(mki_page *pg)
+MKI_INLINE void rewind_page(mki_page *pg)
 {
     if (MKI_UNLIKELY(atomic_load_explicit(&pg->samples, memory_order_relaxed) != NULL))
         mki_ctx_up.unsample_page(pg); /* its chunks die */
