@@ -836,22 +836,25 @@ static void release_or_keep(mki_page *pg, void *arg)
      * context whose rounds fit one page comes back to general_reset's
      * one-page case; W1 reset 1 KiB x 16 KiB kept a 16 KiB page that the
      * 32 KiB one had taken over, and walked both at every reset) */
-    int served = pg->used != 0 || (pg->flags & MKI_PF_CURRENT);
-    if (pg->kind == MKI_PAGE_SMALL && served && k->bytes + pg->size <= k->limit) {
-        k->bytes += pg->size;
-        pg->next = k->pages;
-        k->pages = pg;
-        return;
-    }
-    if (pg->kind == MKI_PAGE_SMALL)
+    if (pg->kind == MKI_PAGE_SMALL) {
+        if (pg->used != 0 || (pg->flags & MKI_PF_CURRENT)) { /* it served */
+            if (k->bytes + pg->size <= k->limit) {
+                k->bytes += pg->size;
+                pg->next = k->pages;
+                k->pages = pg;
+                return;
+            }
+            if (k->may_rest < 0)
+                k->may_rest = k->limit && k->ctx->fast_kind == MK_GENERAL &&
+                              !mki_ctx_limited(k->ctx);
+            if (k->may_rest) {
+                class_count(pg->cls, pg->size, 0);
+                pg->next = k->rest;
+                k->rest = pg;
+                return;
+            }
+        }
         class_count(pg->cls, pg->size, 0);
-    if (pg->kind == MKI_PAGE_SMALL && served && k->may_rest < 0)
-        k->may_rest = k->limit && k->ctx->fast_kind == MK_GENERAL &&
-                      !mki_ctx_limited(k->ctx);
-    if (pg->kind == MKI_PAGE_SMALL && served && k->may_rest) {
-        pg->next = k->rest;
-        k->rest = pg;
-        return;
     }
     pg->next = k->drop; /* (each_page read it already) */
     k->drop = pg;
@@ -886,12 +889,14 @@ static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
     }
     g->rest = NULL;
     mki_segment_pages_release(k.drop);
-    for (mki_page *pg = k.rest; pg; pg = pg->next) {
-        pg->flags = 0; /* (no RELEASE: such a context rests none) */
-        rewind_page(pg);
+    if (k.rest) {
+        for (mki_page *pg = k.rest; pg; pg = pg->next) {
+            pg->flags = 0; /* (no RELEASE: such a context rests none) */
+            rewind_page(pg);
+        }
+        mki_segment_pages_rest(k.rest);
+        g->rest = k.rest;
     }
-    mki_segment_pages_rest(k.rest);
-    g->rest = k.rest;
     for (uint64_t bits = g->classes; bits; bits &= bits - 1) {
         unsigned c = (unsigned)__builtin_ctzll(bits);
         *slot_of(g, c) = &mki_page_empty;
