@@ -5,14 +5,16 @@
  * round takes them before it cuts a page; its reset gives back those it
  * did not take; the purge (mk_trim here) decommits them while they rest,
  * and a round after that finds them committed again with its data intact;
- * a free of a chunk from before the reset is reported; a context under a
- * limit rests nothing; delete and mk_ctx_trim give them all back; and a
+ * a free of a chunk from before the reset is reported; a resting page whose
+ * memory cannot be committed again goes back, and the allocation fails
+ * cleanly; a context under a limit rests nothing; delete and mk_ctx_trim give them all back; and a
  * purge running beside a thread that wakes and rests pages loses nothing.
  * Instrumented contexts (ASan, Valgrind) keep the simple rule: the test
  * says so and checks that they rest nothing.
  */
 #include "harness.h"
 
+#include <errno.h>
 #include <memkit.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -236,6 +238,50 @@ static void test_limited_rests_nothing(void)
     mk_ctx_delete(top);
 }
 
+/* A resting page the purge took whose memory cannot be committed again
+ * (OS failures injected): it goes back, and so does every other one, and
+ * the allocation fails with ENOMEM when no page can be had; with the OS
+ * answering again, the context works on. */
+static void test_wake_commit_fails(void)
+{
+    size_t pages0 = page_bytes();
+    mk_ctx *c = mk_ctx_new(NULL, "oom", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(c);
+    if (!rests(c)) {
+        mk_ctx_delete(c);
+        return;
+    }
+    int n = 8192;
+    fill(c, n, 20);
+    mk_ctx_reset(c);
+    fill(c, n, 21);
+    mk_ctx_reset(c);
+    mk_trim(); /* the resting pages' memory goes */
+    mk_stats st = stats(c);
+    REQUIRE(st.bytes_resting > (size_t)6 << 20);
+    size_t kept = st.bytes_reserved - st.bytes_resting;
+    mki_os_fail_at(1, 1); /* every OS request fails from now */
+    int got = 0;
+    void *p;
+    errno = 0;
+    while ((p = mk_alloc(c, CHUNK)) != NULL && got < n)
+        ps[got++] = p;
+    int err = errno;
+    mki_os_fail_at(0, 0);
+    CHECK(p == NULL);
+    CHECK_EQ(err, ENOMEM);
+    /* the kept pages served what they hold; no resting page is left */
+    CHECK_GT(got, 0);
+    CHECK_LE((size_t)got * CHUNK, kept);
+    st = stats(c);
+    CHECK_EQ(st.bytes_resting, 0u);
+    CHECK_EQ(st.bytes_reserved, kept);
+    fill(c, n, 22); /* and it works on */
+    check(n, 22);
+    mk_ctx_delete(c);
+    CHECK_EQ(page_bytes(), pages0);
+}
+
 /* Delete gives every resting page back: the pages in use are as before. */
 static void test_delete_gives_back(void)
 {
@@ -288,6 +334,7 @@ int main(void)
     RUN(test_rest_and_wake);
     RUN(test_purged_while_resting);
     RUN(test_stale_free_reported);
+    RUN(test_wake_commit_fails);
     RUN(test_limited_rests_nothing);
     RUN(test_delete_gives_back);
     RUN(test_purge_beside);
