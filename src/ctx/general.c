@@ -904,6 +904,7 @@ static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
     g->classes = 0;
     g->full = g->large = g->spare = NULL;
     g->page_bytes = k.bytes;
+    mki_page *merge = NULL; /* kept pages given back after all: below */
     for (mki_page *pg = k.pages, *next; pg; pg = next) {
         next = pg->next;
         pg->flags &= MKI_PF_RELEASE;
@@ -914,14 +915,35 @@ static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
         /* the largest page of a class is its current one (it serves the
          * most chunks before a page change); the others wait behind it,
          * holding nothing and no pin, until the page ahead is full
-         * (retire_full) */
+         * (retire_full).  But a class whose round took two pages or more
+         * below the largest size keeps only the largest: the round's next
+         * page is cut at twice its size, and in a round or two the class
+         * fits one page (W1 reset 512 B x 16 KiB: an 8 and a 16 KiB page,
+         * a page change every round and a reset that walked both, 1.6 -
+         * 1.7x BUMP's time).  No memory is resident for it that the round
+         * does not use: a rewound page is touched as far as it serves. */
         mki_page **slot = slot_of(g, pg->cls);
-        mki_page *head = *slot;
-        if (head == &mki_page_empty || pg->size > head->size)
-            lead(g, slot, pg);
-        else
+        mki_page *head = *slot, *out = NULL;
+        if (head == &mki_page_empty || pg->size > head->size) {
+            out = lead(g, slot, pg);
+            if (out && pg->size < MKI_PAGE_MAX)
+                unlink_behind(pg, out);
+            else
+                out = NULL;
+        } else if (head->size < MKI_PAGE_MAX) {
+            out = pg;
+        } else {
             queue_behind(head, pg);
+        }
+        if (out) {
+            g->page_bytes -= out->size;
+            class_count(out->cls, out->size, 0);
+            out->next = merge;
+            merge = out;
+        }
     }
+    if (merge)
+        mki_segment_pages_release(merge);
 }
 
 static void general_reset(mk_ctx *ctx, int keep_one)

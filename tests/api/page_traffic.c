@@ -107,8 +107,13 @@ static void test_reset_refill_cuts_nothing(void)
             REQUIRE_NOT_NULL(mk_alloc(c, sizes[i % 6]));
         size_t cuts = mki_segment_cuts() - cuts0;
         printf("  round %d: pages cut %zu\n", round, cuts);
-        if (round > 0)
+        /* (the second round may cut one page a class: a class that took
+         * several pages below 64 KiB keeps its largest, and grows to one
+         * page: general.c, reset_pages) */
+        if (round > 1)
             CHECK_EQ(cuts, 0u);
+        else if (round == 1)
+            CHECK_LE(cuts, 6u);
         else
             CHECK_GT(cuts, 6u);
         mk_ctx_reset(c);
@@ -116,25 +121,26 @@ static void test_reset_refill_cuts_nothing(void)
     mk_ctx_delete(c);
 }
 
-/* A reset gives back a page that held nothing since the last reset: 16
+/* A reset keeps one page of a class whose pages are below 64 KiB: 16
  * chunks of 1 KiB a round fill a 16 KiB page (15 chunks) and start a 32 KiB
- * one; after a reset the 32 KiB page comes first and serves every round,
- * so the 16 KiB page goes at the next reset and the context holds one
- * page (kept, both were walked at every reset). */
+ * one; the reset keeps the 32 KiB page, which serves every round from then
+ * on (kept, both were walked at every reset, and every round changed page),
+ * and no round cuts a page. */
 static void test_reset_drops_unused_page(void)
 {
     mk_ctx *c = mk_ctx_new(NULL, "rounds", MK_GENERAL, NULL);
     REQUIRE_NOT_NULL(c);
     mk_stats st;
     for (int round = 0; round < 4; round++) {
+        size_t cuts0 = mki_segment_cuts();
         for (int i = 0; i < 16; i++)
             REQUIRE_NOT_NULL(mk_alloc(c, 1024));
+        if (round > 0)
+            CHECK_EQ(mki_segment_cuts(), cuts0);
         mk_ctx_reset(c);
         CHECK_EQ(mk_ctx_stats(c, &st, 0), 0);
-        if (round == 0)
-            CHECK_EQ(st.blocks, 2u); /* (the case this test is about) */
-        else
-            CHECK_EQ(st.blocks, 1u);
+        CHECK_EQ(st.blocks, 1u);
+        CHECK_EQ(st.bytes_reserved, (size_t)32 << 10);
     }
     mk_ctx_delete(c);
 }
