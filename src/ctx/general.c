@@ -888,7 +888,6 @@ static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
         k.drop = pg;
     }
     g->rest = NULL;
-    mki_segment_pages_release(k.drop);
     if (k.rest) {
         for (mki_page *pg = k.rest; pg; pg = pg->next) {
             pg->flags = 0; /* (no RELEASE: such a context rests none) */
@@ -904,7 +903,6 @@ static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
     g->classes = 0;
     g->full = g->large = g->spare = NULL;
     g->page_bytes = k.bytes;
-    mki_page *merge = NULL; /* kept pages given back after all: below */
     for (mki_page *pg = k.pages, *next; pg; pg = next) {
         next = pg->next;
         pg->flags &= MKI_PF_RELEASE;
@@ -935,15 +933,14 @@ static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
         } else {
             queue_behind(head, pg);
         }
-        if (out) {
+        if (out) { /* (given back with the others, under one lock) */
             g->page_bytes -= out->size;
             class_count(out->cls, out->size, 0);
-            out->next = merge;
-            merge = out;
+            out->next = k.drop;
+            k.drop = out;
         }
     }
-    if (merge)
-        mki_segment_pages_release(merge);
+    mki_segment_pages_release(k.drop);
 }
 
 static void general_reset(mk_ctx *ctx, int keep_one)
