@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "reports.h"
 
 enum { CHUNK = 1000, MAXN = 16384 };
 static void *ps[MAXN];
@@ -55,6 +56,20 @@ static void check(int n, uint64_t seed)
 static int rests(mk_ctx *c)
 {
     return c->fast_kind == MK_GENERAL;
+}
+
+/* A new GENERAL context named @name whose resets rest pages; NULL (none
+ * left) when contexts are instrumented, which the tests that need resting
+ * pages then skip (test_rest_and_wake checks what they do instead). */
+static mk_ctx *resting_ctx(const char *name)
+{
+    mk_ctx *c = mk_ctx_new(NULL, name, MK_GENERAL, NULL);
+    REQUIRE_RET(c != NULL, NULL);
+    if (!rests(c)) {
+        mk_ctx_delete(c);
+        return NULL;
+    }
+    return c;
 }
 
 /* Bytes of the pages contexts hold, not resting (segments come and go
@@ -141,12 +156,9 @@ static void test_rest_and_wake(void)
  * context; the next round finds it committed again. */
 static void test_purged_while_resting(void)
 {
-    mk_ctx *c = mk_ctx_new(NULL, "purged", MK_GENERAL, NULL);
-    REQUIRE_NOT_NULL(c);
-    if (!rests(c)) {
-        mk_ctx_delete(c);
+    mk_ctx *c = resting_ctx("purged");
+    if (!c)
         return;
-    }
     int n = 8192;
     fill(c, n, 4);
     mk_ctx_reset(c);
@@ -174,27 +186,14 @@ static void test_purged_while_resting(void)
     mk_ctx_delete(c);
 }
 
-static char report[256];
-static int reports;
-
-static void on_error(const char *msg, void *arg)
-{
-    (void)arg;
-    reports++;
-    snprintf(report, sizeof report, "%s", msg);
-}
-
 /* A chunk of the last round in a page that rests now: its free is
  * reported (no position of a resting page is a chunk's), and so is its
  * free after the purge took the page's memory. */
 static void test_stale_free_reported(void)
 {
-    mk_ctx *c = mk_ctx_new(NULL, "stale", MK_GENERAL, NULL);
-    REQUIRE_NOT_NULL(c);
-    if (!rests(c)) {
-        mk_ctx_delete(c);
+    mk_ctx *c = resting_ctx("stale");
+    if (!c)
         return;
-    }
     int n = 4096;
     fill(c, n, 7);
     mk_ctx_reset(c);
@@ -204,15 +203,13 @@ static void test_stale_free_reported(void)
             stale = ps[i];
     REQUIRE_NOT_NULL(stale);
     for (int round = 0; round < 2; round++) {
-        mk_set_error_handler(on_error, NULL);
-        reports = 0;
+        th_reports_begin();
         mk_free(stale);
-        mk_set_error_handler(NULL, NULL);
-        CHECK_EQ(reports, 1);
-        CHECK(strstr(report, "mk_free(): invalid pointer") != NULL);
-        CHECK(strstr(report, "\"stale\"") != NULL);
+        CHECK_EQ(th_reports_end(), 1);
+        CHECK(strstr(th_report, "mk_free(): invalid pointer") != NULL);
+        CHECK(strstr(th_report, "\"stale\"") != NULL);
         if (round == 0)
-            printf("  %s\n", report);
+            printf("  %s\n", th_report);
         mk_trim(); /* decommitted: the same report */
     }
     /* the page wakes as a page with nothing handed out */
@@ -245,12 +242,9 @@ static void test_limited_rests_nothing(void)
 static void test_wake_commit_fails(void)
 {
     size_t pages0 = page_bytes();
-    mk_ctx *c = mk_ctx_new(NULL, "oom", MK_GENERAL, NULL);
-    REQUIRE_NOT_NULL(c);
-    if (!rests(c)) {
-        mk_ctx_delete(c);
+    mk_ctx *c = resting_ctx("oom");
+    if (!c)
         return;
-    }
     int n = 8192;
     fill(c, n, 20);
     mk_ctx_reset(c);

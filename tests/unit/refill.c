@@ -17,16 +17,8 @@
 #include <string.h>
 
 #include "internal.h"
+#include "reports.h"
 
-static char report[256];
-static int reports;
-
-static void on_error(const char *msg, void *arg)
-{
-    (void)arg;
-    reports++;
-    snprintf(report, sizeof report, "%s", msg);
-}
 
 static void test_run(size_t size)
 {
@@ -67,12 +59,10 @@ static void test_run(size_t size)
     if (n > 0) {
         /* a free of one of them is a double free, and nothing moves */
         char *q = b + sz, *head = pg->free;
-        mk_set_error_handler(on_error, NULL);
-        reports = 0;
+        th_reports_begin();
         mk_free(q);
-        mk_set_error_handler(NULL, NULL);
-        CHECK_EQ(reports, 1);
-        CHECK(strstr(report, "double free of") != NULL);
+        CHECK_EQ(th_reports_end(), 1);
+        CHECK(strstr(th_report, "double free of") != NULL);
         CHECK(pg->free == head);
         CHECK_EQ(pg->used, 3u);
         /* the next allocations take them in order */
