@@ -632,7 +632,7 @@ static int holds_freed(const mki_page *pg)
     return 0;
 }
 
-static void general_free(mki_page *pg, void *p)
+void mki_general_free_owned(mki_page *pg, void *p)
 {
     mki_general *g = gen(pg->ctx);
     if (pg->kind == MKI_PAGE_LARGE || pg->kind == MKI_PAGE_HUGE) {
@@ -703,7 +703,7 @@ void mki_general_collect(mk_ctx *ctx)
             if (--pg->used == 0)
                 mki_general_page_empty(pg);
         } else {
-            general_free(pg, list);
+            mki_general_free_owned(pg, list);
         }
         list = next;
     }
@@ -1085,7 +1085,7 @@ const mki_kind_ops mki_general_ops = {
     .destroy = general_destroy,
     .alloc = general_alloc,
     .alloc_aligned = general_alloc_aligned,
-    .free = general_free,
+    .free = mki_general_free_owned,
     .collect = mki_general_collect,
     .realloc = general_realloc,
     .usable_size = general_usable_size,

@@ -54,6 +54,9 @@ extern _Atomic size_t mki_general_class_bytes[MKI_NCLASS];
 /* A chunk of a GENERAL small page freed by a thread that does not own the
  * context (any thread; no lock). */
 void mki_general_free_remote(mki_page *pg, void *p);
+/* The owner's free of chunk @p of GENERAL page @pg, marked freed already,
+ * where the fast path does not take it (a full page; the kind's `free`). */
+void mki_general_free_owned(mki_page *pg, void *p);
 
 #define MKI_NCLASS_HI (MKI_NCLASS - MKI_NCLASS_DIRECT)
 
@@ -192,28 +195,33 @@ MKI_INLINE void mki_chunk_free(void *p, const char *fn)
     mki_chunk_free_slow(pg, p, fn);
 }
 
-/* Another thread's free where nothing is wrong (producer/consumer's every
- * free; first on the free slow path, chunk.c): chunk @p of a small page of
- * a plain GENERAL context that a live thread other than the caller owns,
- * not sampled (prof/), the start of a live chunk: marked freed and pushed
- * on the page's list of remote frees, 1.  These are the tests the slow path
- * makes for such a chunk before the same push, without the ones for other
- * kinds and modes (half the instructions of that path: chunk.c).  Else 0
- * and nothing done: the caller's path validates, reports and handles every
- * other case (a dead owner's context, whose frees want a collect, among
- * them). */
-MKI_INLINE int mki_general_free_remote_try(mki_page *pg, void *p)
+/* A free that missed the fast path where nothing is wrong (first on the
+ * free slow path, chunk.c): chunk @p of a small page of a plain GENERAL
+ * context that a live thread owns, not sampled (prof/), the start of a
+ * live chunk: marked freed, then pushed on the page's list of remote frees
+ * (another thread's free: producer/consumer's every free), or, the
+ * owner's, given to its page, which was full (the fast path takes the
+ * owner's other frees: Larson's free into a page it had retired), 1.
+ * These are the tests the slow path makes for such a chunk before the same
+ * push or the same call, without the ones for other kinds and modes
+ * (another thread's free: half the instructions of that path, chunk.c).
+ * Else 0 and nothing done: the caller's path validates, reports and
+ * handles every other case (a dead owner's context, whose frees want a
+ * collect, among them). */
+MKI_INLINE int mki_general_free_try(mki_page *pg, void *p)
 {
     mk_ctx *ctx = pg->ctx;
     if (pg->kind != MKI_PAGE_SMALL || !ctx || ctx->fast_kind != MK_GENERAL)
         return 0;
     uintptr_t owner = mki_ctx_owner(ctx);
-    if (owner == 0 || owner == mki_tid_now() ||
-        atomic_load_explicit(&pg->samples, memory_order_relaxed) != NULL ||
+    if (owner == 0 || atomic_load_explicit(&pg->samples, memory_order_relaxed) != NULL ||
         !mki_page_is_chunk_exact(pg, p) || mki_page_chunk_freed(pg, p))
         return 0;
     mki_page_chunk_set_freed(pg, p);
-    mki_general_free_remote(pg, p);
+    if (owner == mki_tid_now())
+        mki_general_free_owned(pg, p);
+    else
+        mki_general_free_remote(pg, p);
     return 1;
 }
 
