@@ -89,6 +89,10 @@ static const option_def defs[MKI_OPT_COUNT] = {
                               1L << 40},
     [MKI_OPT_PROFILE_SIGNAL] = {"profile_signal", "MEMKIT_PROFILE_SIGNAL", 0,
                                 31, signal_words},
+    /* Ask the kernel for transparent huge pages (2 MiB) under the fresh
+     * mappings of huge chunks, malloc's (calloc's fresh zeroes excepted:
+     * page/huge.c); 0: 4 KiB pages as the system gives them. */
+    [MKI_OPT_THP] = {"thp", "MEMKIT_THP", 0, 1, bool_words},
 };
 
 /* The defaults (docs/OPTIONS.md lists them too). */
@@ -104,6 +108,7 @@ _Atomic long mki_options[MKI_OPT_COUNT] = {
     [MKI_OPT_PROFILE] = 0,
     [MKI_OPT_PROFILE_RATE] = 512 << 10,
     [MKI_OPT_PROFILE_SIGNAL] = 0,
+    [MKI_OPT_THP] = 1,
 };
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;

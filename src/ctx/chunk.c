@@ -162,7 +162,12 @@ int mki_chunk_is_zero(const void *p, size_t n)
 
 void *mk_alloc_zero(mk_ctx *ctx, size_t size)
 {
+    int huge = size > MKI_LARGE_MAX;
+    if (huge)
+        mki_huge_calloc(1); /* fresh zeroes: no huge pages (huge.c) */
     void *p = mk_alloc(ctx, size);
+    if (huge)
+        mki_huge_calloc(0);
     if (p && !mki_chunk_is_zero(p, size))
         memset(p, 0, size);
     return p;

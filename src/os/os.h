@@ -93,6 +93,14 @@ int mki_os_move(void *from, size_t len, void *to);
 int mki_os_commit(void *p, size_t size);
 
 /*
+ * Ask the kernel to back [p, p+size) (OS-page aligned, mapped) with
+ * transparent huge pages where it can (MADV_HUGEPAGE): a fault in a whole
+ * 2 MiB block then maps the block at once.  Advice only: a kernel without
+ * them, or a refusal, leaves 4 KiB pages, and nothing is reported.
+ */
+void mki_os_advise_huge(void *p, size_t size);
+
+/*
  * Let the kernel take the pages of [p, p+size) (OS-page aligned) back;
  * @account is how many committed bytes this removes from the counter (the
  * caller may decommit ranges it only partly counted).  Returns 0, or -1 if

@@ -270,6 +270,17 @@ int mki_os_commit(void *p, size_t size)
     return 0;
 }
 
+void mki_os_advise_huge(void *p, size_t size)
+{
+#ifdef MADV_HUGEPAGE
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    (void)madvise(p, size, MADV_HUGEPAGE); /* (EINVAL: no THP in this kernel) */
+#else
+    (void)p;
+    (void)size;
+#endif
+}
+
 int mki_os_decommit(void *p, size_t size, size_t account, int how)
 {
     if (size) {

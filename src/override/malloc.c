@@ -92,7 +92,12 @@ EXPORT void *calloc(size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
+    int huge = total > MKI_LARGE_MAX;
+    if (huge)
+        mki_huge_calloc(1); /* fresh zeroes: no huge pages (huge.c) */
     void *p = mki_override_alloc(total);
+    if (huge)
+        mki_huge_calloc(0);
     if (p && !mki_chunk_is_zero(p, total))
         memset(p, 0, total);
     return p;

@@ -113,6 +113,10 @@ int mki_segment_owns(const void *p);
  * start = the chunk, MKI_PF_FRESH when the memory is fresh (zero).  NULL
  * with errno ENOMEM.  Thread-safe. */
 mki_page *mki_huge_alloc(size_t size, size_t align);
+/* While @on, the calling thread's fresh huge mappings are for zeroed
+ * requests (calloc, mk_alloc_zero), whose zero pages a program may use
+ * sparsely: they are not advised for transparent huge pages (huge.c). */
+void mki_huge_calloc(int on);
 /* Give a huge chunk's mapping back (to the cache, or to the OS). */
 void mki_huge_release(mki_page *pg);
 /* Resize huge chunk @pg to @size bytes (> MKI_LARGE_MAX) in place or by
