@@ -184,7 +184,7 @@ MKI_INLINE void mki_chunk_free(void *p, const char *fn)
          * it allocated (a ring, a queue, a list torn down) would wait for
          * it (the key test reads it); one that frees at random loses a
          * prefetch (docs/DESIGN.md, "The fast paths") */
-        __builtin_prefetch((char *)p + 4 * (size_t)pg->chunk_size, 1);
+        mki_page_prefetch(pg, (char *)p + 4 * (size_t)pg->chunk_size);
         *(void **)p = pg->free;
         mki_page_chunk_set_freed(pg, p);
         pg->free = p;

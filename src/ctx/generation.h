@@ -124,7 +124,7 @@ MKI_INLINE int mki_generation_free_try(mki_page *pg, void *p)
      * each free would wait for its header (GENERAL's free prefetches four
      * chunks on, general.h; here four gained nothing, sixteen 7-11% at 64
      * to 512 bytes with 64 MiB live: docs/DESIGN.md) */
-    __builtin_prefetch(c - MKI_GEN_HDR + 16 * ((size_t)w[0] + MKI_GEN_HDR), 1);
+    mki_page_prefetch(pg, c - MKI_GEN_HDR + 16 * ((size_t)w[0] + MKI_GEN_HDR));
     mki_generation_mark_dead(p);
     mki_generation_free_fast(pg);
     return 1;

@@ -77,7 +77,7 @@ MKI_INLINE void mki_slab_free_fast(mki_slab *s, mki_page *pg, void *p, const cha
     }
     /* four chunks on, as GENERAL's free (general.h): a program that frees
      * in the order it allocated would wait for each chunk's key */
-    __builtin_prefetch((char *)p + 4 * (size_t)pg->chunk_size, 1);
+    mki_page_prefetch(pg, (char *)p + 4 * (size_t)pg->chunk_size);
     *(void **)p = pg->free;
     mki_page_chunk_set_freed(pg, p);
     pg->free = p;
