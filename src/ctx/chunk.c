@@ -306,9 +306,10 @@ static MKI_NOINLINE void free_slow(mki_page *pg, void *p, const char *fn);
 /* (a wrapper that saves no register: secure mode's common case, first;
  * another thread's free of a GENERAL chunk (W6 prodcons: some 80
  * instructions a free against 160 through free_slow, callgrind; the whole
- * run 25% fewer), or its owner's into a full page; and GENERATION's, whose pages keep fast_tid 0, so that
- * its every free comes here: its owner's free of a live chunk took the
- * validating path, some 100 instructions, before it had this one) */
+ * run 25% fewer), or its owner's into a full page; and GENERATION's,
+ * whose pages keep fast_tid 0, so that its every free comes here: its
+ * owner's free of a live chunk took the validating path, some 100
+ * instructions, before it had this one) */
 void mki_chunk_free_slow(mki_page *pg, void *p, const char *fn)
 {
     if (MKI_UNLIKELY(mki_secure) && pg && mki_general_free_secure_try(pg, p))

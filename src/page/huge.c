@@ -145,8 +145,9 @@ static mki_page *header_set(mki_segment *s, size_t total, size_t committed,
  * them (tcmalloc 215 - 225, 23,700 faults), its peak RSS 70.6 -> 70.8 MiB:
  * on that machine (a virtual machine that shadows page tables) a fault
  * cost 9 us, and a fresh 32 MiB mapping written at every 4 KiB page took
- * 75 ms against 1.8 on huge pages (a /tmp program).  The cost is memory a program does not
- * touch: a block written at one byte in 2 MiB is resident whole.  So
+ * 75 ms against 1.8 on huge pages (a /tmp program).  The cost is memory
+ * a program does not touch: a block written at one byte in 2 MiB is
+ * resident whole.  So
  * calloc's fresh mappings, whose zeroes the program may use sparsely (a
  * big table of which it writes a few entries), are not advised: calloc
  * says so for the calling thread (mki_huge_calloc), and a mapping taken

@@ -462,22 +462,22 @@ MKI_INLINE void mki_page_set_tid(mki_page *pg, uintptr_t tid)
     atomic_store_explicit(&pg->fast_tid, tid, memory_order_relaxed);
 }
 
-/* Push a free chunk (the free list is threaded through the chunks' first
- * word; a chunk is at least 16 bytes: its second holds the double-free
- * key).  Slow paths; the fast path in chunk.c
- * writes the link itself. */
 /* Prefetch, for a write, memory @at of page or block @pg that a free will
  * soon reach (a FIFO program frees the chunks ahead next), if the page has
  * handed it out (below `extend`): a prefetch into memory never touched
  * finds no page-table entry, and on a virtual machine that shadows page
- * tables that cost W1M's ring of two 1 KiB chunks 7 - 22 ns a free, where
- * it takes 4 without (docs/DESIGN.md, "The fast paths"). */
+ * tables that cost W1M's ring of two 1 KiB chunks 7 - 25 ns an operation,
+ * where it takes 4 with this bound (docs/DESIGN.md, "The fast paths"). */
 MKI_INLINE void mki_page_prefetch(const mki_page *pg, const char *at)
 {
     if (at < pg->extend)
         __builtin_prefetch(at, 1);
 }
 
+/* Push a free chunk (the free list is threaded through the chunks' first
+ * word; a chunk is at least 16 bytes: its second holds the double-free
+ * key).  Slow paths; the fast path in chunk.c
+ * writes the link itself. */
 MKI_INLINE void mki_page_push(mki_page *pg, void *p)
 {
     mki_link_set(p, pg->free);
