@@ -68,7 +68,8 @@ enum mki_option {
     MKI_OPT_PROFILE,            /* the heap profile (prof/) */
     MKI_OPT_PROFILE_RATE,       /* its mean sampling interval, bytes */
     MKI_OPT_PROFILE_SIGNAL,     /* a signal that dumps it (0: none) */
-    MKI_OPT_THP,                /* huge chunks in transparent huge pages */
+    MKI_OPT_THP,                /* transparent huge pages: 1 huge chunks,
+                                   2 segments too */
     MKI_OPT_COUNT
 };
 /* The values of MKI_OPT_PURGE (page/purge.c gives them their meaning). */

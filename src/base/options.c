@@ -33,6 +33,7 @@ static const char *const stats_words[] = {"off", "text", "json", NULL};
 static const char *const purge_words[] = {"off", "dontneed", "free", "unmap",
                                           NULL};
 static const char *const bool_words[] = {"off", "on", NULL};
+static const char *const thp_words[] = {"off", "on", "all", NULL};
 static const char *const secure_words[] = {"off", "on", "guard", NULL};
 /* Linux's signal numbers, by name ("off": none) */
 static const char *const signal_words[] = {
@@ -91,8 +92,10 @@ static const option_def defs[MKI_OPT_COUNT] = {
                                 31, signal_words},
     /* Ask the kernel for transparent huge pages (2 MiB) under the fresh
      * mappings of huge chunks, malloc's (calloc's fresh zeroes excepted:
-     * page/huge.c); 0: 4 KiB pages as the system gives them. */
-    [MKI_OPT_THP] = {"thp", "MEMKIT_THP", 0, 1, bool_words},
+     * page/huge.c); 2 ("all") also under the segments made once memkit
+     * holds four (page/segment.c); 0: 4 KiB pages as the system gives
+     * them. */
+    [MKI_OPT_THP] = {"thp", "MEMKIT_THP", 0, 2, thp_words},
 };
 
 /* The defaults (docs/OPTIONS.md lists them too). */

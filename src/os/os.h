@@ -99,6 +99,9 @@ int mki_os_commit(void *p, size_t size);
  * them, or a refusal, leaves 4 KiB pages, and nothing is reported.
  */
 void mki_os_advise_huge(void *p, size_t size);
+/* Take that advice back (MADV_NOHUGEPAGE): the kernel splits no huge page
+ * for it, but makes none there again, nor fills in one a purge split. */
+void mki_os_advise_small(void *p, size_t size);
 
 /*
  * Let the kernel take the pages of [p, p+size) (OS-page aligned) back;

@@ -281,6 +281,17 @@ void mki_os_advise_huge(void *p, size_t size)
 #endif
 }
 
+void mki_os_advise_small(void *p, size_t size)
+{
+#ifdef MADV_NOHUGEPAGE
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    (void)madvise(p, size, MADV_NOHUGEPAGE);
+#else
+    (void)p;
+    (void)size;
+#endif
+}
+
 int mki_os_decommit(void *p, size_t size, size_t account, int how)
 {
     if (size) {

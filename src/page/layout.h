@@ -179,6 +179,8 @@ struct mki_segment {
                                when a search fails; segment.c) */
     uint32_t fixed_units;   /* units never handed out: the header, and in
                                MEMKIT_SECURE=2 the guard page at the end */
+    _Atomic uint32_t thp;   /* normal segments: advised for transparent
+                               huge pages (segment.c, thp_off) */
     uint32_t low_word;      /* every unit of the `used` words below it is
                                handed out: the unit searches start there
                                (segment.c, units_taken / units_freed) */

@@ -7,8 +7,10 @@
  * mk_option_set("thp", 0) no mapping is.  mk_trim() before each request
  * empties the cache of freed mappings, so that each one is fresh.  Skipped
  * where the kernel has no transparent huge pages or the system turned
- * them off ("never").  memkit's own behaviour: glibc advises nothing
- * unless its hugetlb tunable asks it to.
+ * them off ("never").  With thp "all" (2), the segments made once
+ * memkit holds four are advised too, and a purge takes the advice back.
+ * memkit's own behaviour: glibc advises nothing unless its hugetlb
+ * tunable asks it to.
  */
 #include "harness.h"
 
@@ -97,6 +99,68 @@ static void test_option_off(void)
     CHECK_EQ(fresh_chunk_advised(0), 1);
 }
 
+/* With thp "all", the segments made once memkit holds four are advised
+ * too; a purge takes the advice back (khugepaged would fill in what it
+ * gave back); with "on" (the default) no segment is. */
+enum { SMALL = 2000, NSMALL = (64 << 20) / SMALL };
+static char *small[NSMALL];
+
+/* How many of the segments holding small[] are advised, and how many
+ * segments they are. */
+static int segments_advised(int *segments)
+{
+    uintptr_t last = 0;
+    int n = 0, adv = 0;
+    for (int i = 0; i < NSMALL; i++) {
+        uintptr_t seg = (uintptr_t)small[i] & ~(((uintptr_t)4 << 20) - 1);
+        if (seg == last)
+            continue;
+        last = seg;
+        n++;
+        adv += advised(small[i]) == 1;
+    }
+    *segments = n;
+    return adv;
+}
+
+static int fill_small(void)
+{
+    int bad = 0;
+    for (int i = 0; i < NSMALL; i++) {
+        small[i] = malloc(SMALL);
+        bad += small[i] == NULL;
+        if (small[i])
+            memset(small[i], 1, SMALL);
+    }
+    return bad;
+}
+
+static void free_small(void)
+{
+    for (int i = 0; i < NSMALL; i++)
+        free(small[i]);
+}
+
+static void test_segments(void)
+{
+    int segs = 0;
+    mk_trim();
+    CHECK_EQ(fill_small(), 0); /* "on": huge chunks only */
+    CHECK_EQ(segments_advised(&segs), 0);
+    CHECK(segs >= 8);
+    free_small();
+    mk_trim(); /* the segments go back: the next fill makes new ones */
+    CHECK_EQ(mk_option_set("thp", 2), 0);
+    CHECK_EQ(fill_small(), 0);
+    int adv = segments_advised(&segs);
+    CHECK(adv >= segs - 5); /* all but those made while four or fewer were held */
+    CHECK(adv >= 3);
+    free_small();
+    mk_trim(); /* gives every segment's memory back, advice first */
+    CHECK_EQ(segments_advised(&segs), 0);
+    CHECK_EQ(mk_option_set("thp", 1), 0);
+}
+
 int main(void)
 {
     if (!thp_possible()) {
@@ -106,5 +170,6 @@ int main(void)
     RUN(test_malloc_advised);
     RUN(test_zeroed_not_advised);
     RUN(test_option_off);
+    RUN(test_segments);
     return th_done();
 }

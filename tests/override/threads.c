@@ -198,12 +198,17 @@ static void test_stress(void)
         remote += results[t].remote_freed;
         reallocs += results[t].reallocs;
     }
-    /* the mix happened: about a third of the frees of chunks that were
-     * still held when their slot came round were remote */
+    /* the mix happened: a third of the frees of chunks that were still
+     * held when their slot came round were meant to be remote, some 26%
+     * of the iterations; a send to a full inbox frees locally instead,
+     * and with the threads descheduled (two runs at once on two cores)
+     * they fell to 19%, under the fifth this asked, in 10 of 80 runs (4
+     * of 40 with the library as it was before 2026-12-04).  A tenth
+     * still says the mix happened. */
     long frees = THREADS * iterations;
     printf("  %ld iterations x %d threads: %ld remote frees, %ld reallocs\n",
            iterations, THREADS, remote, reallocs);
-    CHECK_GT(remote, frees / 5);
+    CHECK_GT(remote, frees / 10);
     CHECK_GT(reallocs, frees / 20);
     pthread_barrier_destroy(&all_done);
 }
