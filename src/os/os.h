@@ -93,15 +93,15 @@ int mki_os_move(void *from, size_t len, void *to);
 int mki_os_commit(void *p, size_t size);
 
 /*
- * Ask the kernel to back [p, p+size) (OS-page aligned, mapped) with
+ * @on: ask the kernel to back [p, p+size) (OS-page aligned, mapped) with
  * transparent huge pages where it can (MADV_HUGEPAGE): a fault in a whole
- * 2 MiB block then maps the block at once.  Advice only: a kernel without
- * them, or a refusal, leaves 4 KiB pages, and nothing is reported.
+ * 2 MiB block then maps the block at once.  0: take that back
+ * (MADV_NOHUGEPAGE): the kernel splits no huge page for it, but makes
+ * none there again, nor fills in one a purge split.  Advice only: a
+ * kernel without them, or a refusal, leaves 4 KiB pages, and nothing is
+ * reported.
  */
-void mki_os_advise_huge(void *p, size_t size);
-/* Take that advice back (MADV_NOHUGEPAGE): the kernel splits no huge page
- * for it, but makes none there again, nor fills in one a purge split. */
-void mki_os_advise_small(void *p, size_t size);
+void mki_os_huge_pages(void *p, size_t size, int on);
 
 /*
  * Let the kernel take the pages of [p, p+size) (OS-page aligned) back;

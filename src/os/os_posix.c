@@ -270,25 +270,16 @@ int mki_os_commit(void *p, size_t size)
     return 0;
 }
 
-void mki_os_advise_huge(void *p, size_t size)
+void mki_os_huge_pages(void *p, size_t size, int on)
 {
 #ifdef MADV_HUGEPAGE
     atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
-    (void)madvise(p, size, MADV_HUGEPAGE); /* (EINVAL: no THP in this kernel) */
+    /* (EINVAL: no THP in this kernel) */
+    (void)madvise(p, size, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 #else
     (void)p;
     (void)size;
-#endif
-}
-
-void mki_os_advise_small(void *p, size_t size)
-{
-#ifdef MADV_NOHUGEPAGE
-    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
-    (void)madvise(p, size, MADV_NOHUGEPAGE);
-#else
-    (void)p;
-    (void)size;
+    (void)on;
 #endif
 }
 

@@ -160,7 +160,7 @@ void mki_huge_calloc(int on) { tls_calloc = on; }
 static void advise(mki_segment *s, size_t size)
 {
     if (!tls_calloc && mki_option(MKI_OPT_THP))
-        mki_os_advise_huge(s, size);
+        mki_os_huge_pages(s, size, 1);
 }
 
 /* ---- the cache ------------------------------------------------------------- */
@@ -537,12 +537,11 @@ static mki_segment *move_grown(mki_segment *s, size_t need)
     /* (mki_os_move's rule: committed whole; and room for one border) */
     if (s->huge_committed == have && b.n < MKI_HUGE_PIECES)
         t = fresh_place(need);
-    if (t)
-        advise(t, need); /* (for the pages past the moved ones) */
     if (!t) {
         unmap(s);
         return NULL;
     }
+    advise(t, need); /* (for the pages past the moved ones) */
     mki_segment_register(s, 0);
     mki_huge_move_pieces((char *)s, have, b.at, b.n, t, &nb, 0);
     mki_huge_border_add(&nb, have);

@@ -126,7 +126,7 @@ static void thp_on(mki_segment *s)
 {
     if (mki_option(MKI_OPT_THP) == 2 &&
         atomic_load_explicit(&normal_count, memory_order_relaxed) >= THP_AFTER) {
-        mki_os_advise_huge(s, MKI_SEG_SIZE);
+        mki_os_huge_pages(s, MKI_SEG_SIZE, 1);
         atomic_store_explicit(&s->thp, 1, memory_order_relaxed);
     }
 }
@@ -136,7 +136,7 @@ static void thp_off(mki_segment *s)
 {
     if (atomic_load_explicit(&s->thp, memory_order_relaxed) &&
         atomic_exchange_explicit(&s->thp, 0, memory_order_relaxed))
-        mki_os_advise_small(s, MKI_SEG_SIZE);
+        mki_os_huge_pages(s, MKI_SEG_SIZE, 0);
 }
 
 /* Give segment @s's address space back: to the arena's free slots (its
