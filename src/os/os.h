@@ -104,6 +104,31 @@ int mki_os_commit(void *p, size_t size);
 void mki_os_huge_pages(void *p, size_t size, int on);
 
 /*
+ * Does that advice work here: 1 when the system makes transparent huge
+ * pages for advised mappings (its policy is "always" or "madvise"), 0 when
+ * it makes none ("never", no such setting, or a kernel without them).
+ * Read from the system once, then remembered; any thread.
+ */
+int mki_os_huge_pages_work(void);
+
+/*
+ * Does a page that mremap moved cost a fault at its next touch here, as on
+ * a virtual machine whose hypervisor shadows the guest's page tables (a
+ * move rewrites each page-table entry, and the hypervisor then fills in
+ * its copy of each, one exit per page)?  Measured once, on the first call:
+ * PROBE_PAGES pages faulted in, moved with mremap, and each one's first
+ * read timed; 1 when the median read takes over a microsecond (a page
+ * walk takes a tenth of that; on the shadowing machine of this project's
+ * tenth session such a read took 3.5 us, a fresh page's fault 9 us).  0
+ * where the probe cannot run.  Any thread; costs a fraction of a
+ * millisecond, once.
+ */
+int mki_os_moves_costly(void);
+/* Tests: make mki_os_moves_costly answer @costly (0 or 1), or measure
+ * again on its next call (-1). */
+void mki_os_moves_costly_set(int costly);
+
+/*
  * Let the kernel take the pages of [p, p+size) (OS-page aligned) back;
  * @account is how many committed bytes this removes from the counter (the
  * caller may decommit ranges it only partly counted).  Returns 0, or -1 if

@@ -15,8 +15,10 @@
 #include "os.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -281,6 +283,92 @@ void mki_os_huge_pages(void *p, size_t size, int on)
     (void)size;
     (void)on;
 #endif
+}
+
+/* The policy's line names the one in force in brackets: "always
+ * [madvise] never".  Read with plain system calls (no stdio, which would
+ * allocate); -1 until read (two threads that read it at once agree). */
+static _Atomic int huge_pages_work = -1;
+
+int mki_os_huge_pages_work(void)
+{
+    int w = atomic_load_explicit(&huge_pages_work, memory_order_relaxed);
+    if (w >= 0)
+        return w;
+    w = 0;
+#ifdef MADV_HUGEPAGE
+    int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        char line[128];
+        ssize_t n = read(fd, line, sizeof line - 1);
+        close(fd);
+        if (n > 0) {
+            line[n] = 0;
+            w = strstr(line, "[always]") != NULL || strstr(line, "[madvise]") != NULL;
+        }
+    }
+#endif
+    atomic_store_explicit(&huge_pages_work, w, memory_order_relaxed);
+    return w;
+}
+
+/* The probe's pages are its own (an anonymous mapping made and unmapped
+ * here, not counted as memkit's); the destination is PROBE_PAGES + 1 pages
+ * past the source, so that the two do not agree modulo 2 MiB (a move
+ * between agreeing addresses can carry whole page tables, which costs no
+ * fault: docs/DESIGN.md, "mremap and page tables"). */
+#define PROBE_PAGES 16
+static _Atomic int moves_costly = -1;
+
+static int probe_moves(void)
+{
+#if defined(MREMAP_FIXED) && defined(MREMAP_MAYMOVE)
+    long ps = sysconf(_SC_PAGESIZE);
+    const size_t pg = ps > 0 ? (size_t)ps : 4096, len = PROBE_PAGES * pg;
+    char *a = mmap(NULL, 2 * len + pg, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (a == MAP_FAILED)
+        return 0;
+    for (size_t i = 0; i < PROBE_PAGES; i++)
+        ((volatile char *)a)[i * pg] = 1;
+    char *to = a + len + pg;
+    unsigned long long t[PROBE_PAGES];
+    int costly = 0;
+    if (mremap(a, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to) != MAP_FAILED) {
+        for (size_t i = 0; i < PROBE_PAGES; i++) {
+            unsigned long long t0 = mki_os_now_ns();
+            (void)((volatile char *)to)[i * pg];
+            t[i] = mki_os_now_ns() - t0;
+        }
+        /* the median (a preemption in one read moves it not) */
+        for (size_t i = 1; i < PROBE_PAGES; i++)
+            for (size_t j = i; j > 0 && t[j - 1] > t[j]; j--) {
+                unsigned long long x = t[j];
+                t[j] = t[j - 1];
+                t[j - 1] = x;
+            }
+        costly = t[PROBE_PAGES / 2] > 1000;
+    }
+    munmap(a, 2 * len + pg);
+    return costly;
+#else
+    return 0;
+#endif
+}
+
+int mki_os_moves_costly(void)
+{
+    int c = atomic_load_explicit(&moves_costly, memory_order_relaxed);
+    if (c < 0) {
+        c = probe_moves();
+        atomic_store_explicit(&moves_costly, c, memory_order_relaxed);
+    }
+    return c;
+}
+
+void mki_os_moves_costly_set(int costly)
+{
+    atomic_store_explicit(&moves_costly, costly, memory_order_relaxed);
 }
 
 int mki_os_decommit(void *p, size_t size, size_t account, int how)

@@ -25,7 +25,12 @@
  * request that takes a mapping a segment or more longer than it moves the
  * rest to a cached mapping of its own, so that a chunk holds no resident
  * pages it does not use; a shorter rest stays with the chunk, within a
- * budget for all live chunks (keep_or_split).  Entries older than
+ * budget for all live chunks (keep_or_split).  Those moves are the choice
+ * where fresh pages are 4 KiB ones; where fresh mappings get huge pages
+ * and the machine charges a fault for each moved page at its next touch
+ * (the OS layer's probe), nothing moves: the larger request gets a fresh
+ * mapping, the cache giving up a quarter of its size, and the rest cut
+ * off a chunk goes back to the OS (mki_huge_alloc).  Entries older than
  * purge_delay_ms go back to the OS on the next huge operation or mk_trim.
  * glibc gets the same effect by raising its mmap threshold after a free, so
  * that such sizes come from its heap; without the cache a loop of 64 KiB -
@@ -157,9 +162,16 @@ static _Thread_local int tls_calloc __attribute__((tls_model("initial-exec")));
 
 void mki_huge_calloc(int on) { tls_calloc = on; }
 
+/* Does a fresh mapping made now get huge pages: asked for (the option,
+ * not calloc's) and made by the system? */
+static int fresh_huge(void)
+{
+    return !tls_calloc && mki_option(MKI_OPT_THP) && mki_os_huge_pages_work();
+}
+
 static void advise(mki_segment *s, size_t size)
 {
-    if (!tls_calloc && mki_option(MKI_OPT_THP))
+    if (fresh_huge())
         mki_os_huge_pages(s, size, 1);
 }
 
@@ -393,11 +405,12 @@ static void cache_give(mki_segment *s)
 }
 
 /* Take the cached mapping that best holds @need bytes (the smallest that
- * does, else the largest, to grow), or NULL.  A mapping longer than @need
- * by a segment or more is split at a segment boundary and its tail stays
- * in the cache: no system call, and the tail's pages stay resident for the
- * next request (lock held; what the cache gives up goes to @t). */
-static mki_segment *cache_find(size_t need, trim *t)
+ * does, else, if @grow, the largest, to grow), or NULL.  A mapping longer
+ * than @need by a segment or more is split at a segment boundary and its
+ * tail stays in the cache: no system call, and the tail's pages stay
+ * resident for the next request (lock held; what the cache gives up goes
+ * to @t). */
+static mki_segment *cache_find(size_t need, int grow, trim *t)
 {
     int best = -1, largest = -1;
     for (unsigned i = 0; i < ncached; i++) {
@@ -407,7 +420,7 @@ static mki_segment *cache_find(size_t need, trim *t)
         if (largest < 0 || sz > cache[largest].seg->size)
             largest = (int)i;
     }
-    int pick = best >= 0 ? best : largest;
+    int pick = best >= 0 ? best : grow ? largest : -1;
     if (pick < 0)
         return NULL;
     mki_segment *s = cache_take((unsigned)pick);
@@ -600,18 +613,25 @@ static mki_segment *grow(mki_segment *s, size_t need)
     return moved;
 }
 
-/* Move the pages of mapping @s (taken from the cache, committed whole)
- * past its first @total bytes, when there are SPLIT_MIN or more of them, to
- * a mapping of their own (their first page becomes its header), and cache
- * it: the chunk then keeps no resident pages it does not use (the cache
- * splits its mappings only at a segment boundary, where a header can go),
- * and they serve a later request without a fault.  On any failure @s
- * keeps them. */
-static void split_excess(mki_segment *s, size_t total)
+/* Take the pages of mapping @s (taken from the cache, committed whole)
+ * past its first @total bytes, when there are SPLIT_MIN or more of them,
+ * from the chunk: the chunk then keeps no resident pages it does not use.
+ * With @move, they go to a mapping of their own (their first page becomes
+ * its header), cached, and serve a later request without a fault (the
+ * cache splits its mappings only at a segment boundary, where a header can
+ * go); on any failure @s keeps them.  Without, they go back to the OS. */
+static void split_excess(mki_segment *s, size_t total, int move)
 {
     if (s->size < total + SPLIT_MIN || s->huge_committed != s->size)
         return;
     size_t excess = s->size - total;
+    if (!move) {
+        char *at = (char *)s + total;
+        size_t committed = cut_to(s, total);
+        mki_mem_forget(at, excess);
+        mki_os_release(at, excess, committed);
+        return;
+    }
     mki_segment *t = fresh_place(excess);
     if (!t)
         return;
@@ -656,12 +676,12 @@ static size_t chunk_tail(const mki_page *pg)
  * bounds what live chunks can hold resident for nothing: a program that
  * keeps many chunks cut from larger cached mappings has at most 16 MiB of
  * tails, where the cache would give them back after the purge delay. */
-static void keep_or_split(mki_segment *s, size_t total)
+static void keep_or_split(mki_segment *s, size_t total, int move)
 {
     size_t t = tail_of(s, total);
     if (t && (t >= MKI_SEG_SIZE ||
               atomic_load_explicit(&tail_bytes, memory_order_relaxed) + t > TAIL_BUDGET))
-        split_excess(s, total);
+        split_excess(s, total, move);
     COUNT(tail_bytes, tail_of(s, total)); /* (what stayed, or a failed move left) */
 }
 
@@ -689,13 +709,23 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
     size_t total = off + body + guard;
     mki_segment *s = NULL;
     if (off == MKI_OS_PAGE && !guard) {
-        /* a mapping that must grow takes the pages of other cached ones
-         * rather than fresh ones (each fresh page costs a fault) */
+        /* A mapping that must grow takes the pages of other cached ones
+         * rather than fresh ones (each fresh page costs a fault), unless a
+         * fresh mapping gets huge pages (a fault per 2 MiB) and a moved
+         * page costs a fault of its own at its next touch (a hypervisor
+         * that shadows page tables: the OS layer measures it).  Then
+         * nothing moves: a request no cached mapping holds is served
+         * fresh, while a quarter of its size goes from the cache (the
+         * oldest first), and the tails that leave a chunk go back to the
+         * OS ("Large and huge chunks", docs/DESIGN.md). */
+        int move = !fresh_huge() || !mki_os_moves_costly();
         gifts g = {0};
         size_t have = 0, gifted = 0;
         mki_os_lock(&huge_lock);
         trim over = TRIM_INIT;
-        s = cache_find(total, &over);
+        s = cache_find(total, move, &over);
+        if (!s && !move)
+            cache_trim(total / 4, &over);
         if (s && s->size < total && s->huge_committed == s->size) {
             have = s->size;
             gifted = cache_donors(s, total - have, &g);
@@ -716,7 +746,7 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
             s->huge_committed = s->size;
         }
         if (s) {
-            keep_or_split(s, total);
+            keep_or_split(s, total, move);
             mki_page *pg = header_set(s, s->size, s->huge_committed, off, body);
             COUNT(live_count, 1);
             live_grew(s->huge_committed);

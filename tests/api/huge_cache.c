@@ -14,11 +14,12 @@
  *    W8 peaked 15 MiB above what its chunks needed), and at least a third
  *    of the allocations are served from the cache (ctest also runs this
  *    one with MEMKIT_PURGE_DELAY_MS=1: api_huge_cache_purging);
- *  - a request larger than every cached mapping grows the largest with the
- *    pages of the others (moved, not faulted: the grown chunk holds what
- *    they held, where fresh pages would read zero), and such a mapping,
- *    now made of several kernel mappings, grows again (in place or
- *    moved) and reallocates;
+ *  - where fresh mappings get 4 KiB pages (thp off here): a request larger
+ *    than every cached mapping grows the largest with the pages of the
+ *    others (moved, not faulted: the grown chunk holds what they held,
+ *    where fresh pages would read zero), and such a mapping, now made of
+ *    several kernel mappings, grows again (in place or moved) and
+ *    reallocates;
  *  - a move that fails leaves fresh pages in its place, and the OS
  *    counters come back to where they started once all is freed;
  *  - a cached mapping a segment (4 MiB) or more longer than the request
@@ -27,6 +28,10 @@
  *  - a shorter rest of 2 MiB or more stays with the chunk (no system call)
  *    while the live chunks' such tails hold 16 MiB or less; past that it
  *    moves to the cache too;
+ *  - where fresh mappings get huge pages (thp on, the system making them),
+ *    nothing moves: that larger request gets a fresh mapping (zero) and
+ *    the cache gives up a quarter of its size, and the rest of a longer
+ *    cached mapping goes back to the OS, not to the cache;
  *  - 4 threads allocating, reallocating and freeing huge chunks of 1 -
  *    12 MiB, each page stamped and checked (gifts, splits and trims from
  *    several threads at once: no chunk shares a page with another, and
@@ -219,8 +224,21 @@ static void *block_after(void *p)
     return q == at ? q : NULL;
 }
 
+/* The regime of moved pages (page/huge.c: a fresh mapping would get 4 KiB
+ * pages) for a test, until thp_restore: thp off.  Returns the option's
+ * value to restore. */
+static long thp_off(void)
+{
+    long was = mk_option_get("thp");
+    CHECK_EQ(mk_option_set("thp", 0), 0);
+    return was;
+}
+
+static void thp_restore(long was) { CHECK_EQ(mk_option_set("thp", was), 0); }
+
 static void test_gather(void)
 {
+    long thp = thp_off();
     mk_ctx *c = mk_ctx_new(NULL, "gather", MK_GENERAL, NULL);
     REQUIRE_NOT_NULL(c);
     long delay = hold_pages();
@@ -304,12 +322,13 @@ static void test_gather(void)
     mk_ctx_delete(c);
     restore(delay);
     check_os_counts(was);
+    thp_restore(thp);
 }
 
 static void test_split(void)
 {
     size_t live, cache, cache0;
-    long delay;
+    long delay, thp = thp_off();
     mk_ctx *c = start("split", &cache0, &delay);
     REQUIRE_NOT_NULL(c);
     char *a = mk_alloc(c, 10 * MiB), *d = mk_alloc(c, 8 * MiB);
@@ -343,6 +362,7 @@ static void test_split(void)
     mk_free(d);
     mk_ctx_delete(c);
     restore(delay);
+    thp_restore(thp);
 }
 
 /* Seven times: an 8 MiB chunk freed, then a 5.5 MiB one that takes its
@@ -353,7 +373,7 @@ static void test_split(void)
 static void test_tail_budget(void)
 {
     size_t live, cache, cache0;
-    long delay;
+    long delay, thp = thp_off();
     mk_ctx *c = start("tails", &cache0, &delay);
     REQUIRE_NOT_NULL(c);
     enum { N = 7 };
@@ -384,6 +404,95 @@ static void test_tail_budget(void)
     }
     mk_ctx_delete(c);
     restore(delay);
+    thp_restore(thp);
+}
+
+/* Where fresh mappings get huge pages and a moved page costs a fault of
+ * its own (the OS layer's probe, set here both ways), nothing moves: a
+ * request larger than every cached mapping is served fresh, the cache
+ * giving up a quarter of its size (the oldest mapping's tail), and the
+ * rest of a longer cached mapping goes back to the OS.  Where moves cost
+ * nothing, or the system makes no huge pages, thp on keeps the moves (the
+ * growth of the first case). */
+static void no_moves(int costly)
+{
+    size_t live, cache, cache0;
+    long delay;
+    CHECK_EQ(mk_option_get("thp"), 1); /* the default */
+    mki_os_moves_costly_set(costly);
+    int fresh = costly && mki_os_huge_pages_work();
+    mk_ctx *c = start("no moves", &cache0, &delay);
+    REQUIRE_NOT_NULL(c);
+    char *a = mk_alloc(c, 6 * MiB), *b = mk_alloc(c, 6 * MiB),
+         *d = mk_alloc(c, 6 * MiB);
+    REQUIRE(a && b && d);
+    memset(a, 0xaa, 6 * MiB);
+    memset(b, 0xbb, 6 * MiB);
+    mk_free(a);
+    mk_free(b); /* both cached */
+    size_t before;
+    figures(&live, &before);
+    CHECK_GE(before - cache0, 12 * MiB);
+    char *x = mk_alloc(c, 11 * MiB);
+    REQUIRE_NOT_NULL(x);
+    figures(&live, &cache);
+    if (!fresh) { /* the largest cached mapping grew, with the other's
+                     * pages (the 1 MiB it did not need stays cached) */
+        CHECK(x[0] == (char)0xaa || x[0] == (char)0xbb);
+        CHECK_LE(cache - cache0, 2 * MiB);
+    } else {
+        size_t zero_pages = 0;
+        for (size_t off = 0; off < 11 * MiB; off += 4096)
+            zero_pages += x[off] == 0;
+        CHECK_EQ(zero_pages, (size_t)(11 * MiB / 4096)); /* fresh */
+        size_t quarter = (11 * MiB + 4096) / 4;
+        CHECK_GE(before - cache, quarter);
+        CHECK_LE(before - cache, quarter + 8192);
+    }
+    mk_free(x);
+    mk_free(d);
+
+    /* a 10 MiB mapping cached, a 4.5 MiB request takes it: the 5.5 MiB
+     * past the chunk go back to the OS (moved to the cache with thp off:
+     * test_split) */
+    mk_trim();
+    figures(&live, &cache0);
+    a = mk_alloc(c, 10 * MiB);
+    d = mk_alloc(c, 8 * MiB);
+    REQUIRE(a && d);
+    memset(a, 0xaa, 10 * MiB);
+    mk_free(a);
+    const size_t xn = 4 * MiB + 512 * 1024;
+    size_t committed = mki_os_committed();
+    x = mk_alloc(c, xn);
+    REQUIRE_NOT_NULL(x);
+    CHECK(x == a);
+    figures(&live, &cache);
+    mki_segment *xs = mki_segment_of(x);
+    CHECK_LE(xs->size, xn + 64 * 1024);
+    if (fresh) {
+        CHECK_EQ(cache, cache0);
+        CHECK_LE(mki_os_committed() + 11 * MiB / 2 - 64 * 1024, committed);
+    } else {
+        CHECK_GE(cache - cache0, 11 * MiB / 2 - 64 * 1024);
+    }
+    CHECK(x[0] == (char)0xaa && x[xn - 1] == (char)0xaa);
+    mk_free(x);
+    mk_free(d);
+    mk_ctx_delete(c);
+    restore(delay);
+    mki_os_moves_costly_set(-1);
+}
+
+static void test_no_moves(void)
+{
+    int costly = mki_os_moves_costly();
+    printf("  here a moved page %s at its next touch; huge pages %s\n",
+           costly ? "costs a fault" : "costs no fault",
+           mki_os_huge_pages_work() ? "made" : "not made");
+    CHECK(costly == 0 || costly == 1);
+    no_moves(1);
+    no_moves(0);
 }
 
 /* ---- threads ---- */
@@ -534,6 +643,7 @@ int main(void)
     RUN(test_gather);
     RUN(test_split);
     RUN(test_tail_budget);
+    RUN(test_no_moves);
     RUN(test_threads);
     return th_done();
 }
