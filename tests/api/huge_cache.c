@@ -417,8 +417,9 @@ static void test_tail_budget(void)
 static void no_moves(int costly)
 {
     size_t live, cache, cache0;
-    long delay;
-    CHECK_EQ(mk_option_get("thp"), 1); /* the default */
+    long delay, thp = mk_option_get("thp");
+    CHECK_EQ(mk_option_set("thp", 1), 0); /* (the default, whatever the
+                                              environment says) */
     mki_os_moves_costly_set(costly);
     int fresh = costly && mki_os_huge_pages_work();
     mk_ctx *c = start("no moves", &cache0, &delay);
@@ -482,6 +483,7 @@ static void no_moves(int costly)
     mk_ctx_delete(c);
     restore(delay);
     mki_os_moves_costly_set(-1);
+    thp_restore(thp);
 }
 
 static void test_no_moves(void)
