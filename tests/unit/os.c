@@ -6,10 +6,21 @@
  * counts in mki_os_calls; failure injection (mki_os_fail_at): the n-th
  * request fails once, or every request from the n-th on (repeat), reserve
  * and commit alike, with ENOMEM and no change to the counters; n = 0
- * switches it off.  mki_os_now_ns is monotonic.
+ * switches it off.  mki_os_now_ns is monotonic.  The probe of moved
+ * pages (mki_os_moves_costly) answers 0 or 1, can be set, and unmaps
+ * only its own pages, whatever other threads map meanwhile (it once
+ * unmapped the range its pages had left, where another thread's mapping
+ * could have landed); mki_os_huge_pages_work agrees with the system's
+ * setting.
  */
 #include "harness.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "internal.h"
@@ -187,6 +198,78 @@ static void test_now(void)
     CHECK_GE(c - b, 1000000ull);
 }
 
+/* Threads that map, fill, check and unmap 64 KiB, and start and join a
+ * thread, over and over, while the main thread probes: a probe that
+ * unmapped another's memory makes one of them fault or read a wrong
+ * byte. */
+static atomic_int probing = 1;
+static atomic_long mapping_bad;
+
+static void *idle_thread(void *arg) { return arg; }
+
+static void *mapper(void *arg)
+{
+    unsigned char tag = (unsigned char)(uintptr_t)arg;
+    while (atomic_load(&probing)) {
+        unsigned char *m = mmap(NULL, 65536, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            continue;
+        for (size_t o = 0; o < 65536; o += 4096)
+            m[o] = tag;
+        sched_yield();
+        for (size_t o = 0; o < 65536; o += 4096)
+            if (m[o] != tag)
+                atomic_fetch_add(&mapping_bad, 1);
+        munmap(m, 65536);
+        pthread_t t;
+        if (pthread_create(&t, NULL, idle_thread, NULL) == 0)
+            pthread_join(t, NULL);
+    }
+    return NULL;
+}
+
+static void test_moves_probe(void)
+{
+    int costly = mki_os_moves_costly();
+    printf("  a moved page %s here\n", costly ? "faults at its next touch" : "costs no fault");
+    CHECK(costly == 0 || costly == 1);
+    mki_os_moves_costly_set(1);
+    CHECK_EQ(mki_os_moves_costly(), 1);
+    mki_os_moves_costly_set(0);
+    CHECK_EQ(mki_os_moves_costly(), 0);
+
+    pthread_t th[2];
+    atomic_store(&probing, 1);
+    for (int i = 0; i < 2; i++)
+        REQUIRE(pthread_create(&th[i], NULL, mapper, (void *)(uintptr_t)(0x5a + i)) == 0);
+    for (int i = 0; i < 300; i++) {
+        mki_os_moves_costly_set(-1); /* measure again */
+        int c = mki_os_moves_costly();
+        CHECK(c == 0 || c == 1);
+    }
+    atomic_store(&probing, 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    CHECK_EQ(atomic_load(&mapping_bad), 0);
+    mki_os_moves_costly_set(-1);
+}
+
+static void test_huge_pages_work(void)
+{
+    int w = mki_os_huge_pages_work();
+    CHECK(w == 0 || w == 1);
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    char line[128] = "";
+    if (f) {
+        if (!fgets(line, sizeof line, f))
+            line[0] = 0;
+        fclose(f);
+    }
+    int want = strstr(line, "[always]") != NULL || strstr(line, "[madvise]") != NULL;
+    CHECK_EQ(w, want);
+}
+
 int main(void)
 {
     RUN(test_reserve_release);
@@ -196,5 +279,7 @@ int main(void)
     RUN(test_fail_repeat);
     RUN(test_impossible);
     RUN(test_now);
+    RUN(test_moves_probe);
+    RUN(test_huge_pages_work);
     return th_done();
 }
