@@ -116,7 +116,7 @@ int mki_os_huge_pages_work(void);
  * a virtual machine whose hypervisor shadows the guest's page tables (a
  * move rewrites each page-table entry, and the hypervisor then fills in
  * its copy of each, one exit per page)?  Measured once, on the first call:
- * PROBE_PAGES pages faulted in, moved with mremap, and each one's first
+ * 16 pages faulted in, moved with mremap, and each one's first
  * read timed; 1 when the median read takes over a microsecond (a page
  * walk takes a tenth of that; on the shadowing machine of this project's
  * tenth session such a read took 3.5 us, a fresh page's fault 9 us).  0

@@ -229,6 +229,15 @@ static size_t cut_to(mki_segment *s, size_t keep)
     return gone;
 }
 
+/* Give the pages of mapping @s past its first @keep bytes back to the OS
+ * (unmapped; its size, committed bytes and borders follow). */
+static void release_tail(mki_segment *s, size_t keep)
+{
+    mki_mem_forget((char *)s + keep, s->size - keep);
+    mki_os_release_tail(s, s->size, keep, s->huge_committed);
+    cut_to(s, keep);
+}
+
 /* What the cache may hold now: CACHE_BYTES, and no more than the live
  * chunks are below their peak. */
 static size_t cache_bound(void)
@@ -626,10 +635,7 @@ static void split_excess(mki_segment *s, size_t total, int move)
         return;
     size_t excess = s->size - total;
     if (!move) {
-        char *at = (char *)s + total;
-        size_t committed = cut_to(s, total);
-        mki_mem_forget(at, excess);
-        mki_os_release(at, excess, committed);
+        release_tail(s, total);
         return;
     }
     mki_segment *t = fresh_place(excess);
@@ -816,11 +822,8 @@ mki_page *mki_huge_resize(mki_page *pg, size_t size)
     size_t old_tail = chunk_tail(pg); /* (none after) */
     if (need <= have) { /* shrink: give the tail back */
         if (need < have) {
-            mki_mem_forget((char *)s + need, have - need); /* unmapped */
-            mki_os_release_tail(s, have, need, committed);
-            if (committed > need)
-                committed = need;
-            mki_huge_borders_cut(&s->pieces, need);
+            release_tail(s, need);
+            committed = s->huge_committed;
         }
     } else if (s->pieces.n) {
         /* made of pieces: only the last can grow, in place; else NULL,
