@@ -183,8 +183,10 @@ MKI_INLINE void mki_chunk_free(void *p, const char *fn)
         /* four chunks on: the free of a program that frees in the order
          * it allocated (a ring, a queue, a list torn down) would wait for
          * it (the key test reads it); one that frees at random loses a
-         * prefetch (docs/DESIGN.md, "The fast paths") */
-        mki_page_prefetch(pg, (char *)p + 4 * (size_t)pg->chunk_size);
+         * prefetch.  Only where the context is larger than the caches
+         * (ctx.h, mki_prefetch_frees; docs/DESIGN.md, "The fast paths") */
+        if (mki_prefetch_frees)
+            mki_page_prefetch(pg, (char *)p + 4 * (size_t)pg->chunk_size);
         *(void **)p = pg->free;
         mki_page_chunk_set_freed(pg, p);
         pg->free = p;

@@ -76,8 +76,10 @@ MKI_INLINE void mki_slab_free_fast(mki_slab *s, mki_page *pg, void *p, const cha
         return;
     }
     /* four chunks on, as GENERAL's free (general.h): a program that frees
-     * in the order it allocated would wait for each chunk's key */
-    mki_page_prefetch(pg, (char *)p + 4 * (size_t)pg->chunk_size);
+     * in the order it allocated would wait for each chunk's key (in a
+     * context larger than the caches: ctx.h, mki_prefetch_frees) */
+    if (mki_prefetch_frees)
+        mki_page_prefetch(pg, (char *)p + 4 * (size_t)pg->chunk_size);
     *(void **)p = pg->free;
     mki_page_chunk_set_freed(pg, p);
     pg->free = p;
