@@ -163,8 +163,9 @@ extern _Thread_local int64_t mki_prof_left __attribute__((tls_model("initial-exe
  * double-free key, and over a live set larger than the caches the
  * prefetch hides that wait; over a smaller one the line is near anyway
  * and the prefetch only costs (bench/ab.sh, 7 runs: W1M's cells up to
- * 4 MiB live 9% faster without it, its 256 B - 1 KiB x 64 MiB cells as
- * fast as with it; producer/consumer with one thread 10% faster). */
+ * 4 MiB live 8 - 15% faster without it, where its 256 - 512 B x 64 MiB
+ * cells ran up to 50% slower; producer/consumer with one thread 11 - 15%
+ * faster; docs/DESIGN.md, "The fast paths"). */
 #define MKI_PREFETCH_FROM ((size_t)16 << 20)
 extern _Thread_local unsigned char mki_prefetch_frees __attribute__((tls_model("initial-exec")));
 /* Count an allocation of @size bytes (0 counts 1): 1 when it is a sample. */
