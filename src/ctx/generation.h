@@ -123,8 +123,10 @@ MKI_INLINE int mki_generation_free_try(mki_page *pg, void *p)
      * are bumped in order, a FIFO workload frees them in that order, and
      * each free would wait for its header (GENERAL's free prefetches four
      * chunks on, general.h; here four gained nothing, sixteen 7-11% at 64
-     * to 512 bytes with 64 MiB live: docs/DESIGN.md) */
-    mki_page_prefetch(pg, c - MKI_GEN_HDR + 16 * ((size_t)w[0] + MKI_GEN_HDR));
+     * to 512 bytes with 64 MiB live: docs/DESIGN.md); only in a context
+     * larger than the caches, as GENERAL's (ctx.h, mki_prefetch_frees) */
+    if (mki_prefetch_frees)
+        mki_page_prefetch(pg, c - MKI_GEN_HDR + 16 * ((size_t)w[0] + MKI_GEN_HDR));
     mki_generation_mark_dead(p);
     mki_generation_free_fast(pg);
     return 1;
