@@ -156,16 +156,17 @@ extern const struct mki_ctx_up mki_ctx_up;
  * before the next sample (prof/sample.c draws each interval, geometric
  * with the mean MEMKIT_PROFILE_RATE).  Only profiled paths read it. */
 extern _Thread_local int64_t mki_prof_left __attribute__((tls_model("initial-exec")));
-/* Whether the calling thread's frees prefetch the chunk four on (general.h,
- * slab.h): 1 while the context that last took a page on this thread holds
- * MKI_PREFETCH_FROM bytes or more (limit.c sets it as it charges the page).
- * A program that frees in the order it allocated waits for each chunk's
- * double-free key, and over a live set larger than the caches the
- * prefetch hides that wait; over a smaller one the line is near anyway
- * and the prefetch only costs (bench/ab.sh, 7 runs: W1M's cells up to
- * 4 MiB live 8 - 15% faster without it, where its 256 - 512 B x 64 MiB
- * cells ran up to 50% slower; producer/consumer with one thread 11 - 15%
- * faster; docs/DESIGN.md, "The fast paths"). */
+/* Whether the calling thread's frees prefetch ahead (general.h, slab.h: the
+ * chunk four on; generation.h: the header sixteen on): 1 while the context
+ * that last took a page on this thread holds MKI_PREFETCH_FROM bytes or
+ * more (limit.c sets it as it charges the page).  A program that frees in
+ * the order it allocated waits for each chunk's double-free key, and over
+ * a live set larger than the caches the prefetch hides that wait; over a
+ * smaller one the line is near anyway and the prefetch only costs
+ * (bench/ab.sh, 7 runs: W1M's cells up to 4 MiB live 8 - 15% faster
+ * without it, where its 256 - 512 B x 64 MiB cells ran up to 50% slower;
+ * producer/consumer with one thread 11 - 15% faster; docs/DESIGN.md, "The
+ * fast paths"). */
 #define MKI_PREFETCH_FROM ((size_t)16 << 20)
 extern _Thread_local unsigned char mki_prefetch_frees __attribute__((tls_model("initial-exec")));
 /* Count an allocation of @size bytes (0 counts 1): 1 when it is a sample. */
