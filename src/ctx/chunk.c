@@ -62,6 +62,9 @@
 /* The countdown is the sampler's (ctx.h); a thread starts at 0, so that
  * its first allocation in a profiled context draws its first interval. */
 _Thread_local int64_t mki_prof_left __attribute__((tls_model("initial-exec")));
+/* Whether this thread's frees prefetch ahead (ctx.h); a thread starts
+ * without, until a context of MKI_PREFETCH_FROM bytes takes a page. */
+_Thread_local unsigned char mki_prefetch_frees __attribute__((tls_model("initial-exec")));
 
 /* A profiled context's allocation (MKI_KIND_PROF): its kind's own path,
  * then the countdown.  GENERAL's free-list pop is repeated here (mk_alloc

@@ -159,14 +159,14 @@ extern _Thread_local int64_t mki_prof_left __attribute__((tls_model("initial-exe
 /* Whether the calling thread's frees prefetch ahead (general.h, slab.h: the
  * chunk four on; generation.h: the header sixteen on): 1 while the context
  * that last took a page on this thread holds MKI_PREFETCH_FROM bytes or
- * more (limit.c sets it as it charges the page).  A program that frees in
- * the order it allocated waits for each chunk's double-free key, and over
- * a live set larger than the caches the prefetch hides that wait; over a
- * smaller one the line is near anyway and the prefetch only costs
- * (bench/ab.sh, 7 runs: W1M's cells up to 4 MiB live 8 - 15% faster
- * without it, where its 256 - 512 B x 64 MiB cells ran up to 50% slower;
- * producer/consumer with one thread 11 - 15% faster; docs/DESIGN.md, "The
- * fast paths"). */
+ * more (mki_ctx_claim_page sets it, where the page is charged and the
+ * size known).  A program that frees in the order it allocated waits for
+ * each chunk's double-free key, and over a live set larger than the caches
+ * the prefetch hides that wait; over a smaller one the line is near anyway
+ * and the prefetch only costs (bench/ab.sh, 7 runs: W1M's cells up to
+ * 4 MiB live 8 - 15% faster without it, where its 256 - 512 B x 64 MiB
+ * cells ran up to 50% slower; producer/consumer with one thread 11 - 15%
+ * faster; docs/DESIGN.md, "The fast paths"). */
 #define MKI_PREFETCH_FROM ((size_t)16 << 20)
 extern _Thread_local unsigned char mki_prefetch_frees __attribute__((tls_model("initial-exec")));
 /* Count an allocation of @size bytes (0 counts 1): 1 when it is a sample. */
@@ -209,6 +209,8 @@ MKI_INLINE int mki_ctx_claim_page(mk_ctx *ctx, mki_page *pg)
         pg->flags |= MKI_PF_RELEASE;
     if (mki_ctx_charge_page(ctx, pg) != 0) /* a limit refused it */
         return -1;
+    mki_prefetch_frees = atomic_load_explicit(&ctx->held, memory_order_relaxed) >=
+                         MKI_PREFETCH_FROM;
     if (ctx->fast_kind == MKI_KIND_SLOW)
         return mki_ctx_up.page_new(pg);
     return 0;

@@ -13,8 +13,6 @@
  * nothing.  A page records what it was charged (`charged`), and the page
  * layer reports it when the page goes (mki_page_up.released), so what is
  * taken off is always what was put on, whatever path gives the page back.
- * The charge also tells the calling thread's frees whether to prefetch
- * (mki_prefetch_frees, ctx.h): it is where a context's size is known.
  */
 
 #include "ctx.h"
@@ -50,8 +48,6 @@ static MKI_NOINLINE void add(mk_ctx *ctx, size_t bytes) /* (one copy for its cal
             atomic_fetch_add_explicit(&a->charged, bytes, memory_order_relaxed);
 }
 
-_Thread_local unsigned char mki_prefetch_frees __attribute__((tls_model("initial-exec")));
-
 int mki_ctx_charge_page(mk_ctx *ctx, mki_page *pg)
 {
     if (over(ctx, pg->size, 1)) {
@@ -60,7 +56,6 @@ int mki_ctx_charge_page(mk_ctx *ctx, mki_page *pg)
     }
     add(ctx, pg->size);
     pg->charged = pg->size;
-    mki_prefetch_frees = load(&ctx->held) >= MKI_PREFETCH_FROM;
     return 0;
 }
 
