@@ -166,7 +166,11 @@ extern _Thread_local int64_t mki_prof_left __attribute__((tls_model("initial-exe
  * and the prefetch only costs (bench/ab.sh, 7 runs: W1M's cells up to
  * 4 MiB live 8 - 15% faster without it, where its 256 - 512 B x 64 MiB
  * cells ran up to 50% slower; producer/consumer with one thread 11 - 15%
- * faster; docs/DESIGN.md, "The fast paths"). */
+ * faster; docs/DESIGN.md, "The fast paths").  Each free tests it itself,
+ * before it computes the address: tested inside mki_page_prefetch (page.h)
+ * the flag would be one test instead of three, but the compiler then loads
+ * the chunk size ahead of the test, on every free (bench/ir.sh: 69
+ * instructions a malloc/free pair against 68). */
 #define MKI_PREFETCH_FROM ((size_t)16 << 20)
 extern _Thread_local unsigned char mki_prefetch_frees __attribute__((tls_model("initial-exec")));
 /* Count an allocation of @size bytes (0 counts 1): 1 when it is a sample. */
