@@ -135,7 +135,17 @@ typedef struct mk_ctx_opts {
                                guard word with MEMKIT_SECURE=1) rounded up
                                to it, and at least 16 bytes (a free chunk
                                holds its link and its double-free key) */
-    size_t block_size;    /**< MK_GENERATION / MK_BUMP: preferred block size */
+    size_t block_size;    /**< MK_GENERATION / MK_BUMP: preferred block size.
+                               MK_GENERAL: the size of every new page of
+                               small chunks (one size class each) once the
+                               context holds half of it in such pages,
+                               rounded up to a power of two (below 1 KiB
+                               or above 64 KiB: EINVAL).  A page is
+                               address space held for its class, resident
+                               only as far as chunks have been handed out.
+                               0: pages start at eight chunks and double as
+                               their class grows (the thread heaps take
+                               64 KiB) */
 } mk_ctx_opts;
 
 /**

@@ -357,6 +357,14 @@ static void late_attach(mk_ctx *h)
     (void)mki_purge_collect();
 }
 
+/* A heap's pages are 64 KiB once it holds 32 KiB of them (general.c,
+ * page_new), resident only as far as chunks are handed out: a class that
+ * outgrows its page no longer leaves the smaller one behind, free and
+ * resident until a purge, at each doubling (docs/DESIGN.md, "Issue 17,
+ * the thirteenth session").  Below that a heap keeps the small pages that
+ * let a thread which allocates little share OS pages between classes. */
+static const mk_ctx_opts heap_opts = {.block_size = MKI_PAGE_MAX};
+
 /* The calling thread's heap: adopt an orphan or create one.  NULL (errno
  * ENOMEM) when memory is exhausted or when called again from inside its
  * own set-up. */
@@ -380,7 +388,7 @@ static MKI_NOINLINE mk_ctx *heap_attach(void)
     if (h)
         mki_ctx_set_owner_tid(h, mki_tid());
     else
-        h = mk_ctx_new(NULL, "thread", MK_GENERAL, NULL);
+        h = mk_ctx_new(NULL, "thread", MK_GENERAL, &heap_opts);
     if (h) {
         tls_heap = h;
         update_fast();
