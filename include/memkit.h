@@ -137,10 +137,10 @@ typedef struct mk_ctx_opts {
                                holds its link and its double-free key) */
     size_t block_size;    /**< MK_GENERATION / MK_BUMP: preferred block size.
                                MK_GENERAL: the size of every new page of
-                               small chunks (one size class each) once the
-                               context holds half of it in such pages,
-                               rounded up to a power of two (below 1 KiB
-                               or above 64 KiB: EINVAL).  A page is
+                               chunks up to 1 KiB (one size class each)
+                               once the context holds half of it in small
+                               pages, rounded up to a power of two (below
+                               1 KiB or above 64 KiB: EINVAL).  A page is
                                address space held for its class, resident
                                only as far as chunks have been handed out.
                                0: pages start at eight chunks and double as

@@ -370,14 +370,18 @@ static void shuffle(mki_page *pg)
 
 /* A page for class @c, whose last page (of @after units, 0: none) ran out.
  * Once the context holds half a floor page (mk_ctx_opts's block_size) in
- * small pages, every new one is at least the floor: a class that grows no
- * longer leaves its smaller pages behind at each doubling, free and
- * resident until a purge; a context that stays below it keeps pages that
- * several classes' first chunks share an OS page of. */
+ * small pages, every new page of a class up to 1 KiB is at least the
+ * floor: a class that grows no longer leaves its smaller pages behind at
+ * each doubling, free and resident until a purge.  A context that stays
+ * below it keeps pages that several classes' first chunks share an OS page
+ * of; the classes above 1 KiB keep their own sizing (sizeclass.c: a
+ * program uses many of them a little; with the floor, clang's peak in W7
+ * rose 0.3 MiB). */
 static mki_page *page_new(mki_general *g, unsigned c, uint32_t after)
 {
     uint32_t units = mki_class_page_units(c, after, g->page_bytes);
-    if (units < g->page_floor && g->page_bytes >= (size_t)g->page_floor * (MKI_UNIT / 2)
+    if (units < g->page_floor && c < MKI_NCLASS_DIRECT
+        && g->page_bytes >= (size_t)g->page_floor * (MKI_UNIT / 2)
         && mki_secure < 2) /* (MEMKIT_SECURE=2's shuffle touches a whole page) */
         units = g->page_floor;
     mki_page *pg = take_spare(g, c, units);

@@ -105,7 +105,10 @@
  * glibc 103.7; python3 68.7 against 68.3, glibc 67.6).  Pages are a
  * power of two of units and naturally aligned, which keeps the unit bitmap
  * search to one word and gives every chunk of a power-of-two class the
- * alignment of its size (mk_alloc_aligned).
+ * alignment of its size (mk_alloc_aligned).  A context may also set a
+ * floor for its pages of classes up to 1 KiB (mk_ctx_opts.block_size,
+ * applied in general.c once it holds half of it): the thread heaps take
+ * 64 KiB pages from 32 KiB held on.
  */
 #include "sizeclass.h"
 
