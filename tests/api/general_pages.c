@@ -6,8 +6,10 @@
  *   - by default a class's first page is small (eight chunks, at least
  *     1 KiB), also after the context holds 64 KiB;
  *   - with a floor, the first pages are as small until the context holds
- *     half the floor in small pages; from then on each new page is the
- *     floor (64 KiB, and 4 KiB for a block_size of 3,000);
+ *     half the floor in small pages; from then on each new page of a class
+ *     up to 1 KiB is the floor (64 KiB, and 4 KiB for a block_size of
+ *     3,000), and a class above 1 KiB keeps its own sizing (eight chunks
+ *     of 2 KiB: below 64 KiB);
  *   - a thread heap (mk_ctx_current in a new thread) has a 64 KiB floor.
  * The figures are bytes_reserved before and after an allocation that needs
  * a new page (mk_ctx_stats), so they hold in instrumented builds too, whose
@@ -94,6 +96,9 @@ static void test_floor_64k(void)
     CHECK_GT(first, (size_t)0);
     CHECK_LT(first, (size_t)4096); /* below half the floor: small */
     CHECK_EQ(after, (size_t)65536);
+    size_t above = page_taken(c, 2000); /* (a class above 1 KiB) */
+    CHECK_GT(above, (size_t)0);
+    CHECK_LT(above, (size_t)65536);
     /* and a class that outgrows its small page gets the floor next */
     size_t grown = 0;
     for (int i = 0; i < 4096 && grown == 0; i++)
