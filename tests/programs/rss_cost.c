@@ -25,10 +25,12 @@
  * still.  Fault-around maps a file page's whole 64 KiB window, but only
  * the pages of it that are in the page cache: on a machine that reclaims
  * cold file pages (DAMON, memory pressure) the system allocator's side
- * swung 912 .. 1,084 KiB on `true`, with the same binary.  So every file
- * the child maps is read whole just before each run (the command, the
- * preloaded library, and this runner's own C library and dynamic loader,
- * which are the child's).  And with address randomisation the windows a
+ * swung 912 .. 1,084 KiB on `true`, with the same binary.  So the files
+ * the child maps are read whole just before each run: the command, the
+ * preloaded library, and the shared objects this runner maps itself (the
+ * C library and the dynamic loader, all that `true` and hello link; a
+ * command with libraries of its own would have those left out).  And
+ * with address randomisation the windows a
  * library's pages fall into move with where it lands: libc under glibc's
  * hello peaked at 1,044 .. 1,332 KiB over 41 runs, while under memkit
  * (whose 2 MiB-aligned mapping places libc the same way every time) it
