@@ -368,22 +368,13 @@ static void shuffle(mki_page *pg)
     mki_page_pos_init(pg); /* every chunk is on the free list */
 }
 
-/* A page for class @c, whose last page (of @after units, 0: none) ran out.
- * Once the context holds half a floor page (mk_ctx_opts's block_size) in
- * small pages, every new page of a class up to 1 KiB is at least the
- * floor: a class that grows no longer leaves its smaller pages behind at
- * each doubling, free and resident until a purge.  A context that stays
- * below it keeps pages that several classes' first chunks share an OS page
- * of; the classes above 1 KiB keep their own sizing (sizeclass.c: a
- * program uses many of them a little; with the floor, clang's peak in W7
- * rose 0.3 MiB). */
+/* A page for class @c, whose last page (of @after units, 0: none) ran out:
+ * sized by sizeclass.c, with the context's floor (mk_ctx_opts.block_size)
+ * unless MEMKIT_SECURE=2's shuffle touches every chunk of a new page. */
 static mki_page *page_new(mki_general *g, unsigned c, uint32_t after)
 {
-    uint32_t units = mki_class_page_units(c, after, g->page_bytes);
-    if (units < g->page_floor && c < MKI_NCLASS_DIRECT
-        && g->page_bytes >= (size_t)g->page_floor * (MKI_UNIT / 2)
-        && mki_secure < 2) /* (MEMKIT_SECURE=2's shuffle touches a whole page) */
-        units = g->page_floor;
+    uint32_t units = mki_class_page_units(c, after, g->page_bytes,
+                                          mki_secure < 2 ? g->page_floor : 0);
     mki_page *pg = take_spare(g, c, units);
     if (pg) {
         if (mki_secure >= 2 && pg->extend == pg->start && !pg->free)
@@ -1087,7 +1078,7 @@ static int general_init(mk_ctx *ctx, const mk_ctx_opts *opts)
         size_t b = mki_ctx_block_size(opts, 0, MKI_PAGE_MAX);
         if (!b)
             return -1; /* (errno EINVAL) */
-        g->page_floor = (uint32_t)(b >> MKI_UNIT_SHIFT);
+        g->page_floor = b;
     }
     for (unsigned c = 0; c < MKI_NCLASS_DIRECT; c++)
         g->cls[c] = &mki_page_empty;

@@ -37,8 +37,8 @@ typedef struct mki_general {
                             resting (segment.c), for the pages this round
                             needs; linked by next (general.c, reset) */
     size_t page_bytes;   /* bytes of small pages held (sizes next pages) */
-    uint32_t page_floor; /* units of its smallest page (mk_ctx_opts's
-                            block_size; 0: pages start at 8 chunks) */
+    size_t page_floor;   /* bytes of its smallest page, from half of it
+                            held on (mk_ctx_opts's block_size; 0: none) */
 } mki_general;
 
 void *mki_general_alloc_slow(mki_general *g, size_t size);

@@ -106,9 +106,14 @@
  * power of two of units and naturally aligned, which keeps the unit bitmap
  * search to one word and gives every chunk of a power-of-two class the
  * alignment of its size (mk_alloc_aligned).  A context may also set a
- * floor for its pages of classes up to 1 KiB (mk_ctx_opts.block_size,
- * applied in general.c once it holds half of it): the thread heaps take
- * 64 KiB pages from 32 KiB held on.
+ * floor for its pages of classes up to 1 KiB (mk_ctx_opts.block_size),
+ * applied once it holds half of it: a class that grows then no longer
+ * leaves its smaller pages behind at each doubling, free and resident
+ * until a purge, while a context that stays below it keeps pages that
+ * several classes' first chunks share an OS page of.  The thread heaps
+ * take 64 KiB pages from 32 KiB held on (heap.c); the classes above 1 KiB
+ * keep their own sizing (with the floor, clang's peak in W7 rose 0.3 MiB:
+ * docs/DESIGN.md, "the thirteenth session").
  */
 #include "sizeclass.h"
 
@@ -244,12 +249,16 @@ const uint8_t mki_class_a16[MKI_DIRECT_MAX / 16 + 1] = {
     17, 17, 17, 17, 17, 17, 17, 18, 18, 18, 18, 18, 18, 18, 18, 19, 19,
     19, 19, 19, 19, 19, 19, 20, 20, 20, 20, 20, 20, 20, 20, 20};
 
-uint32_t mki_class_page_units(unsigned cls, uint32_t after, size_t held)
+uint32_t mki_class_page_units(unsigned cls, uint32_t after, size_t held, size_t floor)
 {
     size_t chunk = mki_class_size[cls];
     size_t target = (size_t)after * 2 * MKI_UNIT; /* double the last page */
-    if (cls < MKI_NCLASS_DIRECT && target < held / 64)
-        target = held / 64;
+    if (cls < MKI_NCLASS_DIRECT) {
+        if (target < held / 64)
+            target = held / 64;
+        if (target < floor && held >= floor / 2)
+            target = floor;
+    }
     if (target < MKI_UNIT)
         target = MKI_UNIT;
     if (target < 8 * chunk) /* a page holds 8 chunks when it can */

@@ -47,8 +47,10 @@ MKI_INLINE unsigned mki_class_of(size_t n)
 
 /* Units (a power of two) of a context's next page for class @cls, after
  * its page of @after units ran out (0: its first page of the class), in a
- * context that holds @held bytes of small pages. */
-uint32_t mki_class_page_units(unsigned cls, uint32_t after, size_t held);
+ * context that holds @held bytes of small pages and whose pages of classes
+ * up to 1 KiB are at least @floor bytes (a power of two up to 64 KiB, 0:
+ * none) once it holds half of that. */
+uint32_t mki_class_page_units(unsigned cls, uint32_t after, size_t held, size_t floor);
 
 #pragma GCC visibility pop
 

@@ -15,7 +15,8 @@
  * old four-per-doubling classes, and sqlite3's page (4,368 bytes) and
  * journal chunk (1,032) sizes cost at most 16 bytes over the request;
  * mki_class_page_units gives a power of two of units that holds at least
- * one chunk, at most 64, doubling from a class's first page (8 chunks).
+ * one chunk, at most 64, doubling from a class's first page (8 chunks),
+ * and a context's floor from half of it held on, up to 1 KiB chunks.
  */
 #include "harness.h"
 
@@ -186,7 +187,7 @@ static void test_page_units(void)
     for (unsigned c = 0; c < MKI_NCLASS; c++) {
         /* a class's pages double from its first, which holds 8 chunks
          * when 64 KiB can (at least one unit), up to 64 KiB */
-        uint32_t first = mki_class_page_units(c, 0, 0), prev = 0, u = first;
+        uint32_t first = mki_class_page_units(c, 0, 0, 0), prev = 0, u = first;
         size_t chunk = mki_class_size[c];
         th_checks++;
         if ((size_t)first * MKI_UNIT < (chunk * 8 < MKI_PAGE_MAX ? chunk * 8 : chunk) ||
@@ -203,22 +204,31 @@ static void test_page_units(void)
                 th_fail(__FILE__, __LINE__, "class %u (%zu B): after %u units, %u",
                         c, chunk, prev, u);
             prev = u;
-            u = mki_class_page_units(c, u, 0);
+            u = mki_class_page_units(c, u, 0, 0);
         }
         /* a class in heavy use gets the biggest pages */
         CHECK_EQ(prev, MKI_PAGE_MAX_UNITS);
     }
     /* a context's first page of a small class is one unit */
-    CHECK_EQ(mki_class_page_units(0, 0, 0), 1u);
-    CHECK_EQ(mki_class_page_units(mki_class_of(64), 0, 0), 1u);
-    CHECK_EQ(mki_class_page_units(mki_class_of(64), 1, 0), 2u);
+    CHECK_EQ(mki_class_page_units(0, 0, 0, 0), 1u);
+    CHECK_EQ(mki_class_page_units(mki_class_of(64), 0, 0, 0), 1u);
+    CHECK_EQ(mki_class_page_units(mki_class_of(64), 1, 0, 0), 2u);
     /* a page of a class up to 1 KiB is at least a 64th of the small pages
      * the context holds; above 1 KiB, a class's pages follow its own use */
-    CHECK_EQ(mki_class_page_units(mki_class_of(64), 0, 1 << 20), 16u);
+    CHECK_EQ(mki_class_page_units(mki_class_of(64), 0, 1 << 20, 0), 16u);
     for (unsigned c = 0; c < MKI_NCLASS; c++)
-        CHECK_EQ(mki_class_page_units(c, 0, (size_t)4 << 20),
-                 c < MKI_NCLASS_DIRECT ? MKI_PAGE_MAX_UNITS : mki_class_page_units(c, 0, 0));
-    CHECK(mki_class_page_units(mki_class_of(2048), 0, (size_t)4 << 20) < MKI_PAGE_MAX_UNITS);
+        CHECK_EQ(mki_class_page_units(c, 0, (size_t)4 << 20, 0),
+                 c < MKI_NCLASS_DIRECT ? MKI_PAGE_MAX_UNITS : mki_class_page_units(c, 0, 0, 0));
+    CHECK(mki_class_page_units(mki_class_of(2048), 0, (size_t)4 << 20, 0) < MKI_PAGE_MAX_UNITS);
+    /* a floor (mk_ctx_opts.block_size) counts from half of it held on, for
+     * the classes up to 1 KiB only */
+    const size_t floor = MKI_PAGE_MAX;
+    CHECK_EQ(mki_class_page_units(mki_class_of(64), 0, floor / 2 - 1, floor), 1u);
+    CHECK_EQ(mki_class_page_units(mki_class_of(64), 0, floor / 2, floor), MKI_PAGE_MAX_UNITS);
+    CHECK_EQ(mki_class_page_units(mki_class_of(64), 1, floor / 2, floor), MKI_PAGE_MAX_UNITS);
+    CHECK_EQ(mki_class_page_units(mki_class_of(64), 0, 2048, 4096), 4u);
+    CHECK_EQ(mki_class_page_units(mki_class_of(2048), 0, floor, floor),
+             mki_class_page_units(mki_class_of(2048), 0, floor, 0));
 }
 
 int main(void)
