@@ -358,12 +358,7 @@ static void late_attach(mk_ctx *h)
 }
 
 /* A heap's pages of chunks up to 1 KiB are 64 KiB once it holds 32 KiB of
- * pages (general.c, page_new), resident only as far as chunks are handed
- * out: a class that outgrows its page no longer leaves the smaller one
- * behind, free and resident until a purge, at each doubling (docs/
- * DESIGN.md, "Issue 17, the thirteenth session").  Below that a heap keeps
- * the small pages that let a thread which allocates little share OS pages
- * between classes. */
+ * pages: the page floor (page/sizeclass.c says why, and why not sooner). */
 static const mk_ctx_opts heap_opts = {.block_size = MKI_PAGE_MAX};
 
 /* The calling thread's heap: adopt an orphan or create one.  NULL (errno
