@@ -14,11 +14,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* W6's --threads list: at most this many counts, each 1..BENCH_MAX_THREADS */
+#define BENCH_MAX_THREAD_COUNTS 8
+#define BENCH_MAX_THREADS 256
+
 typedef struct bench_opts {
     int full;            /* --full: the whole grid and more runs */
     int runs;            /* runs per figure (the median of them is shown) */
     uint64_t w1_min_ops; /* least allocations timed in one W1 measurement */
     const char *csv_dir; /* where the CSV files go */
+    int nthreads;        /* W6's thread counts: --threads, or 0 for 1, 2, 4 */
+    int threads[BENCH_MAX_THREAD_COUNTS];
 } bench_opts;
 
 /** W1: PostgreSQL's palloc test (w1_palloc.c). */

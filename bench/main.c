@@ -84,7 +84,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: memkit-bench [--quick | --full] [--runs N] [--only LIST] [--alloc LIST]\n"
-            "                    [--csv DIR]\n"
+            "                    [--threads LIST] [--csv DIR]\n"
             "  --quick      the quick suite (default): live memory up to 64 MiB, 3 runs\n"
             "  --full       the whole grid: live memory up to 1 GiB, 7 runs (long)\n"
             "  --runs N     runs per figure (1..%d); each figure is their median\n"
@@ -105,7 +105,10 @@ static void usage(FILE *out)
                  "               `memkit` names them too):");
     for (int d = BD_FIRST_MODE; d < BD_COUNT; d++)
         fprintf(out, "%s%s", d > BD_FIRST_MODE ? "," : " ", bench_col_name(BD_COL(d)));
-    fprintf(out, "\n  --csv DIR    write the CSV files to DIR (default %s)\n",
+    fprintf(out, "\n  --threads LIST  W6's thread counts, comma-separated (default 1,2,4; at most\n"
+                 "               %d counts of 1..%d), e.g. 1,4,8,16 on a 16-core machine\n",
+            BENCH_MAX_THREAD_COUNTS, BENCH_MAX_THREADS);
+    fprintf(out, "  --csv DIR    write the CSV files to DIR (default %s)\n",
             MEMKIT_BENCH_RESULTS_DIR);
     for (int i = 0; i < NWORKLOAD; i++)
         fprintf(out, "  %-4s %s\n", workloads[i].name, workloads[i].what);
@@ -127,6 +130,26 @@ static int parse_only(const char *list, int *sel)
         }
     }
     return 0;
+}
+
+/* Parse --threads' list into @o; 0 on success. */
+static int parse_threads(const char *list, bench_opts *o)
+{
+    o->nthreads = 0;
+    for (const char *p = list;; p++) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || (*end && *end != ',') || v < 1 || v > BENCH_MAX_THREADS ||
+            o->nthreads == BENCH_MAX_THREAD_COUNTS) {
+            fprintf(stderr, "memkit-bench: --threads wants up to %d counts of 1..%d, "
+                    "comma-separated\n", BENCH_MAX_THREAD_COUNTS, BENCH_MAX_THREADS);
+            return -1;
+        }
+        o->threads[o->nthreads++] = (int)v;
+        if (!*end)
+            return 0;
+        p = end;
+    }
 }
 
 /* Keep only the allocators and drop-ins named in @list (and the
@@ -185,6 +208,9 @@ int main(int argc, char **argv)
             any_sel = 1;
         } else if (strcmp(a, "--alloc") == 0 && i + 1 < argc) {
             if (parse_alloc(argv[++i]) != 0)
+                return 2;
+        } else if (strcmp(a, "--threads") == 0 && i + 1 < argc) {
+            if (parse_threads(argv[++i], &o) != 0)
                 return 2;
         } else if (strcmp(a, "--stream") == 0) {
             stream = 1;

@@ -51,14 +51,15 @@ static const struct pattern {
 };
 #define NPATTERN (sizeof patterns / sizeof patterns[0])
 
-static const int thread_counts[] = {1, 2, 4};
-#define NTHREADS (sizeof thread_counts / sizeof thread_counts[0])
+static const int default_counts[] = {1, 2, 4}; /* --threads changes them */
 
 void bench_w6(const bench_opts *o)
 {
     const char *why = "";
     const char *prog = bench_dropin_program(&why);
-    int cell = 0, total = (int)(NPATTERN * NTHREADS);
+    const int *counts = o->nthreads ? o->threads : default_counts;
+    int ncounts = o->nthreads ? o->nthreads : (int)(sizeof default_counts / sizeof *default_counts);
+    int cell = 0, total = (int)NPATTERN * ncounts;
     for (size_t pi = 0; pi < NPATTERN; pi++) {
         const struct pattern *pat = &patterns[pi];
         unsigned long long ops = o->full ? pat->ops_full : pat->ops_quick;
@@ -72,8 +73,8 @@ void bench_w6(const bench_opts *o)
                                      REPORT_LOWER_BETTER, REPORT_DROPIN | REPORT_MEMORY,
                                      "peak RSS of the whole child process (its VmHWM), "
                                      "from the same runs");
-        for (size_t ti = 0; ti < NTHREADS; ti++) {
-            int n = thread_counts[ti];
+        for (int ti = 0; ti < ncounts; ti++) {
+            int n = counts[ti];
             char name[40], a_threads[32], a_ops[32];
             snprintf(name, sizeof name, "%d thread%s", n, n > 1 ? "s" : "");
             report_progress("W6 %s %s: cell %d of %d", pat->name, name, ++cell, total);

@@ -1,12 +1,12 @@
 /*
- * override/threads.c - thread stress through malloc: 8 threads allocate
- * random sizes from 1 byte to 64 KiB (log-uniform, so small classes, the
- * largest classes and large chunks all get traffic), fill every chunk with
- * a pattern unique to it, and free what they hold in random order; a third
- * of the frees are done by another thread, which receives the chunk
- * through its inbox (a mutex-guarded ring), checks the pattern, sometimes
- * reallocs the chunk first (a realloc of another thread's chunk) and then
- * frees it.
+ * override/threads.c - thread stress through malloc: 8 threads (argv[2]:
+ * 2..64) allocate random sizes from 1 byte to 64 KiB (log-uniform, so
+ * small classes, the largest classes and large chunks all get traffic),
+ * fill every chunk with a pattern unique to it, and free what they hold
+ * in random order; a third of the frees are done by another thread, which
+ * receives the chunk through its inbox (a mutex-guarded ring), checks the
+ * pattern, sometimes reallocs the chunk first (a realloc of another
+ * thread's chunk) and then frees it.
  *
  * What it proves: under concurrent allocation, local and remote frees and
  * cross-thread realloc, no chunk is handed out twice and no chunk's bytes
@@ -19,8 +19,9 @@
  * is clean under ThreadSanitizer (built without OVR_LINKED it needs no
  * memkit header and can run on any malloc).
  *
- * Usage: override_threads [iterations per thread]  (default 100000; ctest
- * passes a count that runs in a few seconds).  Fixed seeds.
+ * Usage: override_threads [iterations per thread [threads]]  (default
+ * 100000 and 8; ctest passes a count that runs in a few seconds).  Fixed
+ * seeds.
  */
 #include "harness.h"
 
@@ -32,7 +33,8 @@
 #include <memkit.h>
 #endif
 
-enum { THREADS = 8, SLOTS = 512, INBOX = 256 };
+enum { MAXTHREADS = 64, SLOTS = 512, INBOX = 256 };
+static int nthreads = 8;
 
 typedef struct item {
     unsigned char *p;
@@ -47,7 +49,7 @@ typedef struct inbox {
     unsigned head, count;
 } inbox;
 
-static inbox boxes[THREADS];
+static inbox boxes[MAXTHREADS];
 static pthread_barrier_t all_done;
 static long iterations;
 
@@ -55,7 +57,7 @@ typedef struct result {
     long bad_pattern, alloc_failed, not_memkit, remote_freed, reallocs;
     size_t chunks_left; /* linked build: the heap's chunks at the end */
 } result;
-static result results[THREADS];
+static result results[MAXTHREADS];
 
 /* 1 .. 64 KiB, log-uniform */
 static size_t rand_size(th_rng *r)
@@ -140,7 +142,7 @@ static void *worker(void *arg)
         int s = (int)th_below(&r, SLOTS);
         if (slot[s].p) {
             /* a third go to another thread, if its inbox has room */
-            int to = (int)th_below(&r, THREADS);
+            int to = (int)th_below(&r, nthreads);
             int sent = th_below(&r, 3) == 0 && to != me && box_put(to, slot[s]);
             if (!sent)
                 release(slot[s], &r, res, 0);
@@ -180,16 +182,16 @@ static void *worker(void *arg)
 
 static void test_stress(void)
 {
-    pthread_t th[THREADS];
-    REQUIRE(pthread_barrier_init(&all_done, NULL, THREADS) == 0);
-    for (int t = 0; t < THREADS; t++) /* all before any thread sends */
+    pthread_t th[MAXTHREADS];
+    REQUIRE(pthread_barrier_init(&all_done, NULL, nthreads) == 0);
+    for (int t = 0; t < nthreads; t++) /* all before any thread sends */
         pthread_mutex_init(&boxes[t].lock, NULL);
-    for (int t = 0; t < THREADS; t++)
+    for (int t = 0; t < nthreads; t++)
         REQUIRE(pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t) == 0);
-    for (int t = 0; t < THREADS; t++)
+    for (int t = 0; t < nthreads; t++)
         pthread_join(th[t], NULL);
     long remote = 0, reallocs = 0;
-    for (int t = 0; t < THREADS; t++) {
+    for (int t = 0; t < nthreads; t++) {
         CHECK_EQ(results[t].bad_pattern, 0);
         CHECK_EQ(results[t].alloc_failed, 0);
         CHECK_EQ(results[t].not_memkit, 0);
@@ -205,9 +207,9 @@ static void test_stress(void)
      * they fell to 19%, under the fifth this asked, in 10 of 80 runs (4
      * of 40 with the library as it was before 2026-12-04).  A tenth
      * still says the mix happened. */
-    long frees = THREADS * iterations;
+    long frees = nthreads * iterations;
     printf("  %ld iterations x %d threads: %ld remote frees, %ld reallocs\n",
-           iterations, THREADS, remote, reallocs);
+           iterations, nthreads, remote, reallocs);
     CHECK_GT(remote, frees / 10);
     CHECK_GT(reallocs, frees / 20);
     pthread_barrier_destroy(&all_done);
@@ -216,6 +218,9 @@ static void test_stress(void)
 int main(int argc, char **argv)
 {
     iterations = th_arg_long(argc, argv, 1, "OVR_ITERATIONS", 100000);
+    nthreads = (int)th_arg_long(argc, argv, 2, "OVR_THREADS", nthreads);
+    if (nthreads < 2 || nthreads > MAXTHREADS)
+        nthreads = 8;
     RUN(test_stress);
     return th_done();
 }

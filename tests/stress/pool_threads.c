@@ -1,5 +1,5 @@
 /*
- * stress/pool_threads.c - a MK_POOL_THREADSAFE typed pool shared by 2..4
+ * stress/pool_threads.c - a MK_POOL_THREADSAFE typed pool shared by 2..64
  * threads (argv[2] or MEMKIT_TEST_THREADS; default 2) with cross-thread
  * frees.  The pool is created by the main thread, which then only watches.
  * Each worker allocates objects (iterations from argv[1] or
@@ -35,7 +35,7 @@
 
 #include "internal.h"
 
-enum { MAXT = 4, QCAP = 256, LOCAL = 32, LEFT = 100 };
+enum { MAXT = 64, QCAP = 256, LOCAL = 32, LEFT = 100 }; /* MAXT: for a many-core run */
 
 typedef struct item {
     uint64_t id;   /* thread << 48 | sequence */
