@@ -54,6 +54,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define TLS_IE __attribute__((tls_model("initial-exec")))
 
@@ -259,7 +260,20 @@ static void sweep_orphans(int max, int force)
     }
 }
 
-void mki_heap_sweep_orphans(int max) { sweep_orphans(max, 0); }
+/* An exiting thread's sweep of a few orphans, skipped while another
+ * exiting thread is sweeping: the sweep is opportunistic (the next exit or
+ * the purge thread's collect comes), and on 16 cores thread churn spent a
+ * tenth of its threads' time queued for each other's sweeps on the heap
+ * lock (DESIGN.md, issue 17, the fourteenth session). */
+static atomic_int exit_sweeping;
+
+static void exit_sweep(void)
+{
+    if (atomic_exchange_explicit(&exit_sweeping, 1, memory_order_acquire))
+        return;
+    sweep_orphans(SWEEP_AT_EXIT, 0);
+    atomic_store_explicit(&exit_sweeping, 0, memory_order_release);
+}
 
 /* The calling thread is done with its heap @h: it becomes an orphan (owner
  * 0: every free into it is remote), for another thread to adopt, or is
@@ -267,8 +281,11 @@ void mki_heap_sweep_orphans(int max) { sweep_orphans(max, 0); }
 static void heap_release(mk_ctx *h)
 {
     mki_ctx_set_owner_tid(h, 0);
+    /* (outside the lock: a walk of the heap's pages, and the heap is still
+     * this thread's alone; a chunk freed into it later was counted here) */
+    int any = holds_anything(h);
     mki_os_lock(&heap_lock);
-    int keep = holds_anything(h) || keep_empty(0);
+    int keep = any || keep_empty(0);
     if (keep)
         orphan_push(h);
     mki_os_unlock(&heap_lock);
@@ -297,7 +314,7 @@ static void heap_exit(void *arg)
         tls_heap = NULL;
     tls_current = NULL;
     update_fast(); /* the boot context: a later malloc here makes a new heap */
-    mki_heap_sweep_orphans(SWEEP_AT_EXIT);
+    exit_sweep();
     if (h)
         heap_release(h);
 }
@@ -319,6 +336,8 @@ void mki_heap_fork(int phase)
          * heaps are */
         lates = NULL;
         tls_late = NULL;
+        /* (a sweeping thread of the parent's is not in the child) */
+        atomic_store_explicit(&exit_sweeping, 0, memory_order_relaxed);
     }
     pthread_mutex_unlock(&heap_lock);
 }

@@ -33,9 +33,6 @@ void *mki_heap_refill(mki_general *g, mki_page *pg, size_t n);
 void *mki_heap_alloc_sampled(size_t n);
 /* The context malloc allocates from (created on first use), or NULL. */
 mk_ctx *mki_heap_malloc_ctx(void);
-/* Take in the chunks other threads freed into the heaps of exited threads
- * (up to @max of them, -1: all) and delete those that hold nothing. */
-void mki_heap_sweep_orphans(int max);
 /* Context @c is being deleted: forget it if the calling thread has it as
  * its current context or heap. */
 void mki_heap_ctx_deleted(mk_ctx *c);
