@@ -262,9 +262,11 @@ static void sweep_orphans(int max, int force)
 
 /* An exiting thread's sweep of a few orphans, skipped while another
  * exiting thread is sweeping: the sweep is opportunistic (the next exit or
- * the purge thread's collect comes), and on 16 cores thread churn spent a
- * tenth of its threads' time queued for each other's sweeps on the heap
- * lock (DESIGN.md, issue 17, the fourteenth session). */
+ * the purge thread's collect comes).  On 16 cores thread churn's 16
+ * threads waited on the heap lock for up to a tenth of their time (31 -
+ * 187 ms in runs of about 100 ms), as exits queued for each other's
+ * sweeps; with the skip, 18 - 30 ms (DESIGN.md, issue 17, the fourteenth
+ * session). */
 static atomic_int exit_sweeping;
 
 static void exit_sweep(void)
