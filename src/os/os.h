@@ -211,11 +211,30 @@ static inline __attribute__((always_inline)) int mki_os_arena_has(const void *p)
 extern _Thread_local int mki_os_forking
     __attribute__((tls_model("initial-exec")));
 
-static inline __attribute__((always_inline)) void mki_os_lock(pthread_mutex_t *m)
+/* A build with -DMEMKIT_LOCK_STATS=ON (MKI_LOCK_STATS) counts, for each
+ * lock, the acquisitions, those that found it held, and the time spent
+ * waiting, and prints them at exit (lockstat.c): how the page pool's lock
+ * was judged on 16 cores.  @name is the argument's text ("&arena_lock"). */
+#if MKI_LOCK_STATS
+void mki_os_lock_counted(pthread_mutex_t *m, const char *name);
+/* The report: one line per lock into @buf (at most @len bytes, NUL-ended);
+ * returns its length. */
+size_t mki_os_lock_report(char *buf, size_t len);
+#endif
+
+static inline __attribute__((always_inline)) void mki_os_lock_named(pthread_mutex_t *m,
+                                                                    const char *name)
 {
-    if (!mki_os_forking)
+    if (!mki_os_forking) {
+#if MKI_LOCK_STATS
+        mki_os_lock_counted(m, name);
+#else
+        (void)name;
         pthread_mutex_lock(m);
+#endif
+    }
 }
+#define mki_os_lock(m) mki_os_lock_named((m), #m)
 
 static inline __attribute__((always_inline)) void mki_os_unlock(pthread_mutex_t *m)
 {
