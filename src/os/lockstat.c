@@ -9,8 +9,9 @@
  * Trade-off: each acquisition adds a try-lock and a relaxed atomic add to
  * a counter beside the lock's entry, and a wait adds two clock reads. That
  * changes the timing it measures a little; the counts are what it is for.
- * The table holds the first 64 locks taken (keyed by address; a pool's
- * shard locks each count as one); later ones go uncounted.
+ * The table holds the first 64 locks taken, keyed by address (each of a
+ * pool's shard locks is a line of its own, under the same name); later
+ * ones go uncounted.
  */
 #include "os.h"
 
