@@ -57,6 +57,7 @@ typedef struct bench_row {
     char cell[40];  /* "64B x 4MiB" */
     size_t chunk;   /* chunk size in bytes (0: not applicable) */
     size_t live;    /* live bytes (0: not applicable) */
+    int threads;    /* W6: the cell's thread count (0: not applicable) */
     uint64_t ops;   /* operations per run */
     bench_fig fig[BENCH_NCOLS]; /* by column: allocators, then drop-ins */
     char note[160]; /* why a cell has no figures, or a warning */

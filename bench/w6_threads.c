@@ -80,6 +80,7 @@ void bench_w6(const bench_opts *o)
             report_progress("W6 %s %s: cell %d of %d", pat->name, name, ++cell, total);
             bench_row *row = report_row(sec, name, 0, 0, ops);
             bench_row *rrow = report_row(rsec, name, 0, 0, ops);
+            row->threads = rrow->threads = n;
             if (!prog) {
                 report_note(row, "%s", why);
                 report_note(rrow, "%s", why);
