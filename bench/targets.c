@@ -8,7 +8,8 @@
  * A claim names a workload (or, with workload NULL, every section with
  * the given tags: "every drop-in speed figure"), optionally a section and
  * a cell, the column judged, a range of live memory (cells outside it are
- * not judged) and a threshold on the section's ratio (report.h: > 1 is
+ * not judged), a most thread count (W6's cells above it are not judged)
+ * and a threshold on the section's ratio (report.h: > 1 is
  * better for memkit, whatever the quantity; > or >= a threshold), on the column's own value (<=), or on how it
  * compares with another column (the ratio with `vs` in the place of the
  * baseline: BEATS, > threshold, "faster than mimalloc"; VS_AT_LEAST,
