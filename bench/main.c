@@ -56,7 +56,8 @@ static const struct workload {
     {"RSS", bench_rss, "memory per chunk: RSS of 1,000,000 live 24- and 48-byte chunks"},
     {"W1M", bench_w1m, "W1 free-oldest through malloc/free, under each malloc drop-in"},
     {"W2M", bench_w2m, "W2 through malloc/free, under each malloc drop-in (LD_PRELOAD)"},
-    {"W6", bench_w6, "malloc under 1, 2, 4 threads: Larson server, producer/consumer, churn"},
+    {"W6", bench_w6,
+     "malloc under 1, 2, 4 threads (--threads): Larson server, producer/consumer, churn"},
     {"W7", bench_w7, "real programs (perl, python3, ruby, sqlite3, gcc, clang) on each drop-in: time, peak RSS"},
     {"W8", bench_w8, "large blocks 64 KiB..32 MiB through malloc: time, peak RSS"},
     {"W3", bench_w3, "FORM's sort buffers: 512 MiB peak, 64-byte churn, quiet: RSS over time"},
@@ -105,7 +106,8 @@ static void usage(FILE *out)
                  "               `memkit` names them too):");
     for (int d = BD_FIRST_MODE; d < BD_COUNT; d++)
         fprintf(out, "%s%s", d > BD_FIRST_MODE ? "," : " ", bench_col_name(BD_COL(d)));
-    fprintf(out, "\n  --threads LIST  W6's thread counts, comma-separated (default 1,2,4; at most\n"
+    fprintf(out, "\n  --threads LIST\n"
+                 "               W6's thread counts, comma-separated (default 1,2,4; at most\n"
                  "               %d counts of 1..%d), e.g. 1,4,8,16 on a 16-core machine\n",
             BENCH_MAX_THREAD_COUNTS, BENCH_MAX_THREADS);
     fprintf(out, "  --csv DIR    write the CSV files to DIR (default %s)\n",
