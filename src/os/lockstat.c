@@ -20,7 +20,6 @@
 #include "../base/base.h"
 
 #include <stdatomic.h>
-#include <time.h>
 
 enum { SLOTS = 64 };
 
@@ -49,13 +48,6 @@ static lock_entry *entry_of(pthread_mutex_t *m, const char *name)
     return NULL;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 void mki_os_lock_counted(pthread_mutex_t *m, const char *name)
 {
     if (pthread_mutex_trylock(m) == 0) {
@@ -64,9 +56,9 @@ void mki_os_lock_counted(pthread_mutex_t *m, const char *name)
             atomic_fetch_add_explicit(&e->taken, 1, memory_order_relaxed);
         return;
     }
-    uint64_t t0 = now_ns();
+    unsigned long long t0 = mki_os_now_ns();
     pthread_mutex_lock(m);
-    uint64_t waited = now_ns() - t0;
+    unsigned long long waited = mki_os_now_ns() - t0;
     lock_entry *e = entry_of(m, name);
     if (e) {
         atomic_fetch_add_explicit(&e->taken, 1, memory_order_relaxed);
