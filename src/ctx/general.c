@@ -865,8 +865,8 @@ static void release_or_keep(mki_page *pg, void *arg)
 
 /* Every chunk of @pg is free again: rewind it (no work per chunk; no
  * position is a chunk's any more, so a free of a chunk from before is
- * reported). */
-MKI_INLINE void rewind_page(mki_page *pg)
+ * reported).  @used: 1 for a page that stays current (the pin), else 0. */
+MKI_INLINE void rewind_page(mki_page *pg, uint32_t used)
 {
     if (MKI_UNLIKELY(atomic_load_explicit(&pg->samples, memory_order_relaxed) != NULL))
         mki_ctx_up.unsample_page(pg); /* its chunks die */
@@ -874,7 +874,7 @@ MKI_INLINE void rewind_page(mki_page *pg)
     pg->free = NULL;
     pg->extend = pg->start;
     mki_page_pos_rewind(pg);
-    pg->used = (pg->flags & MKI_PF_CURRENT) ? 1u : 0u; /* the pin stays */
+    pg->used = used;
 }
 
 /* The reset of general_reset's other cases: every page walked, kept or
@@ -894,7 +894,7 @@ static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
     if (k.rest) {
         for (mki_page *pg = k.rest; pg; pg = pg->next) {
             pg->flags = 0; /* (no RELEASE: such a context rests none) */
-            rewind_page(pg);
+            rewind_page(pg, 0);
         }
         mki_segment_pages_rest(k.rest);
         g->rest = k.rest;
@@ -909,8 +909,7 @@ static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
     for (mki_page *pg = k.pages, *next; pg; pg = next) {
         next = pg->next;
         pg->flags &= MKI_PF_RELEASE;
-        pg->used = 0;
-        rewind_page(pg);
+        rewind_page(pg, 0);
         mki_page_set_tid(pg, ctx->fast_tid);
         mki_ctx_page_reset(ctx, pg);
         /* the largest page of a class is its current one (it serves the
@@ -949,9 +948,9 @@ static MKI_NOINLINE void reset_pages(mk_ctx *ctx, int keep_one)
 static void general_reset(mk_ctx *ctx, int keep_one)
 {
     mki_general *g = gen(ctx);
-    /* chunks queued by other threads die with their pages */
-    if (atomic_load_explicit(&ctx->remote, memory_order_relaxed))
-        atomic_store_explicit(&ctx->remote, NULL, memory_order_relaxed);
+    /* chunks queued by other threads die with their pages (stored
+     * without a test: a line the reset has just read, its `ops`) */
+    atomic_store_explicit(&ctx->remote, NULL, memory_order_relaxed);
     /* the common small case (a context used for one object, or a few of
      * one size): one page, current, nothing else held; rewound in place */
     uint64_t cl = g->classes;
@@ -960,8 +959,8 @@ static void general_reset(mk_ctx *ctx, int keep_one)
           (uintptr_t)g->rest) &&
         ctx->fast_kind != MKI_KIND_SLOW) {
         mki_page *pg = *slot_of(g, (unsigned)__builtin_ctzll(cl));
-        if (!pg->next) {
-            rewind_page(pg);
+        if (!pg->next) { /* (a class's first page is its current one) */
+            rewind_page(pg, 1);
             g->page_bytes = pg->size;
             return;
         }
