@@ -23,7 +23,7 @@ typedef struct bench_opts {
     int runs;            /* runs per figure (the median of them is shown) */
     uint64_t w1_min_ops; /* least allocations timed in one W1 measurement */
     const char *csv_dir; /* where the CSV files go */
-    int nthreads;        /* W6's thread counts: --threads, or 0 for 1, 2, 4 */
+    int nthreads;        /* W6's thread counts (--threads; 1, 2, 4 by default) */
     int threads[BENCH_MAX_THREAD_COUNTS];
 } bench_opts;
 

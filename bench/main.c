@@ -188,7 +188,7 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "--child") == 0)
         return bench_child_main(argc, argv);
 
-    bench_opts o = {.csv_dir = MEMKIT_BENCH_RESULTS_DIR};
+    bench_opts o = {.csv_dir = MEMKIT_BENCH_RESULTS_DIR, .nthreads = 3, .threads = {1, 2, 4}};
     int runs = 0, sel[NWORKLOAD] = {0}, any_sel = 0, stream = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -1,6 +1,7 @@
 /*
  * w6_threads.c - W6, malloc under threads, each drop-in at 1, 2 and 4
- * threads, three patterns (the kernels are in malloc/):
+ * threads (--threads sets other counts), three patterns (the kernels are
+ * in malloc/):
  *
  *  larson    a Larson-style server: each thread holds 8,192 live objects
  *            of random sizes (16..1024 B; ~4 MiB per thread), frees a
@@ -51,15 +52,11 @@ static const struct pattern {
 };
 #define NPATTERN (sizeof patterns / sizeof patterns[0])
 
-static const int default_counts[] = {1, 2, 4}; /* --threads changes them */
-
 void bench_w6(const bench_opts *o)
 {
     const char *why = "";
     const char *prog = bench_dropin_program(&why);
-    const int *counts = o->nthreads ? o->threads : default_counts;
-    int ncounts = o->nthreads ? o->nthreads : (int)(sizeof default_counts / sizeof *default_counts);
-    int cell = 0, total = (int)NPATTERN * ncounts;
+    int cell = 0, total = (int)NPATTERN * o->nthreads;
     for (size_t pi = 0; pi < NPATTERN; pi++) {
         const struct pattern *pat = &patterns[pi];
         unsigned long long ops = o->full ? pat->ops_full : pat->ops_quick;
@@ -73,8 +70,8 @@ void bench_w6(const bench_opts *o)
                                      REPORT_LOWER_BETTER, REPORT_DROPIN | REPORT_MEMORY,
                                      "peak RSS of the whole child process (its VmHWM), "
                                      "from the same runs");
-        for (int ti = 0; ti < ncounts; ti++) {
-            int n = counts[ti];
+        for (int ti = 0; ti < o->nthreads; ti++) {
+            int n = o->threads[ti];
             char name[40], a_threads[32], a_ops[32];
             snprintf(name, sizeof name, "%d thread%s", n, n > 1 ? "s" : "");
             report_progress("W6 %s %s: cell %d of %d", pat->name, name, ++cell, total);

@@ -50,18 +50,18 @@ static lock_entry *entry_of(pthread_mutex_t *m, const char *name)
 
 void mki_os_lock_counted(pthread_mutex_t *m, const char *name)
 {
-    if (pthread_mutex_trylock(m) == 0) {
-        lock_entry *e = entry_of(m, name);
-        if (e)
-            atomic_fetch_add_explicit(&e->taken, 1, memory_order_relaxed);
-        return;
+    int held = pthread_mutex_trylock(m) != 0;
+    unsigned long long waited = 0;
+    if (held) {
+        unsigned long long t0 = mki_os_now_ns();
+        pthread_mutex_lock(m);
+        waited = mki_os_now_ns() - t0;
     }
-    unsigned long long t0 = mki_os_now_ns();
-    pthread_mutex_lock(m);
-    unsigned long long waited = mki_os_now_ns() - t0;
     lock_entry *e = entry_of(m, name);
-    if (e) {
-        atomic_fetch_add_explicit(&e->taken, 1, memory_order_relaxed);
+    if (!e)
+        return;
+    atomic_fetch_add_explicit(&e->taken, 1, memory_order_relaxed);
+    if (held) {
         atomic_fetch_add_explicit(&e->contended, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&e->waited_ns, waited, memory_order_relaxed);
     }
