@@ -14,8 +14,9 @@
  * Semantics follow glibc where programs can tell the difference: every
  * result is 16-aligned (malloc's size classes skip mk_alloc's 8-aligned
  * 24-byte class, sizeclass.c); malloc(0) returns a unique pointer; realloc(p, 0) frees p and returns NULL;
- * memalign rounds a non-power-of-two alignment up; aligned_alloc and
- * posix_memalign refuse it (EINVAL); calloc and reallocarray detect
+ * memalign rounds a non-power-of-two alignment up; posix_memalign refuses
+ * it (EINVAL), and aligned_alloc does as the running glibc does (rounds it
+ * up before 2.38, EINVAL from 2.38 on); calloc and reallocarray detect
  * overflow; failures set errno to ENOMEM; mallopt accepts every
  * parameter with glibc's answer and malloc_info(options != 0) returns
  * EINVAL.  glibc's other names for the same functions (__libc_malloc & co.,
@@ -31,6 +32,9 @@
 
 #include <errno.h>
 #include <malloc.h>
+#ifdef __GLIBC__
+#include <gnu/libc-version.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -85,7 +89,14 @@ EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
     mki_override_free(p, "free_aligned_sized");
 }
 
-EXPORT void *calloc(size_t n, size_t size)
+/* Each function below that another exported name also stands for has its
+ * body in a static core, which every name calls: a call between exported
+ * names would go through the GOT (-fno-plt), to whichever library the
+ * loader bound the name to.  A preloaded wrapper that defines calloc and
+ * forwards to __libc_calloc (libc_malloc_debug.so, leak tracers) would then
+ * be called back by memkit's __libc_calloc, and call it again, until the
+ * stack overflows. */
+static void *calloc_core(size_t n, size_t size)
 {
     size_t total;
     if (__builtin_mul_overflow(n, size, &total)) {
@@ -128,7 +139,7 @@ static void *realloc_to_heap(void *p, size_t n, size_t old)
     return q;
 }
 
-EXPORT void *realloc(void *p, size_t n)
+static void *realloc_core(void *p, size_t n)
 {
     if (!p)
         return mki_override_alloc(n);
@@ -177,8 +188,11 @@ EXPORT void *reallocarray(void *p, size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    return realloc(p, total);
+    return realloc_core(p, total);
 }
+
+EXPORT void *calloc(size_t n, size_t size) { return calloc_core(n, size); }
+EXPORT void *realloc(void *p, size_t n) { return realloc_core(p, n); }
 
 EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
@@ -193,16 +207,44 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
     return 0;
 }
 
+/* Does aligned_alloc refuse an alignment that is not a power of two, as
+ * the C library the program runs on does?  glibc did not before 2.38 (its
+ * aligned_alloc was memalign, which rounds it up); 2.38 made it EINVAL, as
+ * C17 allows and musl does.  Asked only on that rare path. */
+static int aligned_alloc_strict(void)
+{
+#ifdef __GLIBC__
+    static int strict = -1; /* (two threads that race write the same) */
+    if (strict < 0) {
+        unsigned major = 0, minor = 0;
+        const char *v = gnu_get_libc_version();
+        for (; *v >= '0' && *v <= '9'; v++)
+            major = major * 10 + (unsigned)(*v - '0');
+        if (*v == '.')
+            for (v++; *v >= '0' && *v <= '9'; v++)
+                minor = minor * 10 + (unsigned)(*v - '0');
+        strict = major > 2 || (major == 2 && minor >= 38);
+    }
+    return strict;
+#else
+    return 1;
+#endif
+}
+
+static void *memalign_core(size_t align, size_t n);
+
 EXPORT void *aligned_alloc(size_t align, size_t n)
 {
     if (align == 0 || (align & (align - 1)) != 0) {
+        if (!aligned_alloc_strict())
+            return memalign_core(align, n); /* glibc < 2.38: memalign */
         errno = EINVAL;
         return NULL;
     }
     return mki_override_alloc_aligned(align, n);
 }
 
-EXPORT void *memalign(size_t align, size_t n)
+static void *memalign_core(size_t align, size_t n)
 {
     if (align & (align - 1)) { /* glibc rounds up to a power of two */
         if (align > ((size_t)1 << 63)) {
@@ -217,12 +259,12 @@ EXPORT void *memalign(size_t align, size_t n)
     return mki_override_alloc_aligned(align ? align : 1, n);
 }
 
-EXPORT void *valloc(size_t n)
+static void *valloc_core(size_t n)
 {
     return mki_override_alloc_aligned((size_t)sysconf(_SC_PAGESIZE), n);
 }
 
-EXPORT void *pvalloc(size_t n)
+static void *pvalloc_core(size_t n)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t rounded = (n + page - 1) & ~(page - 1);
@@ -232,6 +274,10 @@ EXPORT void *pvalloc(size_t n)
     }
     return mki_override_alloc_aligned(page, rounded ? rounded : page);
 }
+
+EXPORT void *memalign(size_t align, size_t n) { return memalign_core(align, n); }
+EXPORT void *valloc(size_t n) { return valloc_core(n); }
+EXPORT void *pvalloc(size_t n) { return pvalloc_core(n); }
 
 EXPORT size_t malloc_usable_size(void *p)
 {
@@ -248,14 +294,20 @@ EXPORT int malloc_trim(size_t pad)
  * each is accepted and ignored, with glibc 2.36's answer (1, "done", for
  * every parameter and value, known or not, but M_MXFAST above its
  * maximum of 160 bytes: 0), since programs read 0 as failure. */
-EXPORT int mallopt(int param, int value)
+static int mallopt_core(int param, int value)
 {
     if (param == M_MXFAST)
         return (size_t)value <= 160;
     return 1;
 }
 
-EXPORT struct mallinfo2 mallinfo2(void)
+/* glibc's meanings: `arena` is the memory of the heap proper (memkit's
+ * normal segments, committed), split into `uordblks` (handed to contexts:
+ * pages) and `fordblks` (not), so arena = uordblks + fordblks; the chunks
+ * with a mapping of their own are `hblks` and `hblkhd`, and are in none of
+ * the three (a program's usual total, uordblks + hblkhd, counts each byte
+ * once). */
+static struct mallinfo2 mallinfo2_core(void)
 {
     mki_malloc_figures f;
     mki_segment_figures(&f);
@@ -267,14 +319,17 @@ EXPORT struct mallinfo2 mallinfo2(void)
     mi.hblkhd = f.huge_bytes;
     /* pages count their whole address range, of which a large page may
      * have committed only part (it grows in place): capped at what the
-     * segments hold committed, so that used + free = arena + hblkhd */
+     * segments hold committed, so that used + free = arena */
     size_t pages = f.page_bytes < f.segment_bytes ? f.page_bytes
                                                   : f.segment_bytes;
-    mi.uordblks = pages + f.huge_bytes; /* handed to contexts */
+    mi.uordblks = pages;                   /* handed to contexts */
     mi.fordblks = f.segment_bytes - pages; /* committed, not handed */
     mi.keepcost = 0;
     return mi;
 }
+
+EXPORT int mallopt(int param, int value) { return mallopt_core(param, value); }
+EXPORT struct mallinfo2 mallinfo2(void) { return mallinfo2_core(); }
 
 static int clamp(size_t v) { return v > 0x7fffffff ? 0x7fffffff : (int)v; }
 
@@ -282,7 +337,7 @@ static int clamp(size_t v) { return v > 0x7fffffff ? 0x7fffffff : (int)v; }
  * function: this is what mallinfo and __libc_mallinfo return) */
 static struct mallinfo mallinfo_int(void)
 {
-    struct mallinfo2 m2 = mallinfo2();
+    struct mallinfo2 m2 = mallinfo2_core();
     struct mallinfo mi;
     memset(&mi, 0, sizeof mi);
     mi.arena = clamp(m2.arena);
@@ -305,7 +360,7 @@ EXPORT int malloc_info(int options, FILE *fp)
         errno = EINVAL;
         return -1;
     }
-    struct mallinfo2 mi = mallinfo2();
+    struct mallinfo2 mi = mallinfo2_core();
     fprintf(fp, "<malloc version=\"memkit-%s\">\n"
                 "<system type=\"current\" size=\"%zu\"/>\n"
                 "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n"
@@ -325,10 +380,10 @@ EXPORT int malloc_info(int options, FILE *fp)
 EXPORT void *__libc_malloc(size_t n) { return mki_override_alloc(n); }
 EXPORT void __libc_free(void *p) { mki_override_free(p, "free"); }
 EXPORT void cfree(void *p) { mki_override_free(p, "cfree"); }
-EXPORT void *__libc_calloc(size_t n, size_t size) { return calloc(n, size); }
-EXPORT void *__libc_realloc(void *p, size_t n) { return realloc(p, n); }
-EXPORT void *__libc_memalign(size_t align, size_t n) { return memalign(align, n); }
-EXPORT void *__libc_valloc(size_t n) { return valloc(n); }
-EXPORT void *__libc_pvalloc(size_t n) { return pvalloc(n); }
-EXPORT int __libc_mallopt(int param, int value) { return mallopt(param, value); }
+EXPORT void *__libc_calloc(size_t n, size_t size) { return calloc_core(n, size); }
+EXPORT void *__libc_realloc(void *p, size_t n) { return realloc_core(p, n); }
+EXPORT void *__libc_memalign(size_t align, size_t n) { return memalign_core(align, n); }
+EXPORT void *__libc_valloc(size_t n) { return valloc_core(n); }
+EXPORT void *__libc_pvalloc(size_t n) { return pvalloc_core(n); }
+EXPORT int __libc_mallopt(int param, int value) { return mallopt_core(param, value); }
 EXPORT struct mallinfo __libc_mallinfo(void) { return mallinfo_int(); }
