@@ -79,6 +79,7 @@ const struct mki_ctx_up mki_ctx_up = {
     .sample = mki_prof_sample,
     .unsample = mki_prof_unsample,
     .unsample_page = mki_prof_unsample_page,
+    .orphan_freed = mki_heap_orphan_freed,
 };
 
 /* ---- fork ---------------------------------------------------------------------------

@@ -373,8 +373,12 @@ static MKI_NOINLINE void free_slow(mki_page *pg, void *p, const char *fn)
             mki_general_free_remote(pg, p); /* the page's own list */
         else
             mki_chunk_remote_push(ctx, p);
-        if (owner == 0) /* no thread will collect it: have it collected */
-            mki_purge_collect();
+        /* no thread will collect it: every so many frees, the layer above
+         * looks at it (heap.c: the last free into an exited thread's heap
+         * gives it back, with no thread of memkit's own) */
+        if (owner == 0 &&
+            atomic_fetch_sub_explicit(&ctx->orphan_left, 1, memory_order_relaxed) <= 1)
+            mki_ctx_up.orphan_freed(ctx);
         return;
     }
     if (ctx->fast_kind == MK_GENERATION && pg->kind == MKI_PAGE_BLOCK) {

@@ -73,6 +73,10 @@ struct mk_ctx {
     _Atomic size_t held;
     size_t limit;
     _Atomic size_t charged, refused;
+    /* A context no thread owns (owner 0: a heap whose thread exited): how
+     * many more frees into it before the layer above looks at it again
+     * (mki_ctx_up.orphan_freed; heap.c sets it). */
+    _Atomic long orphan_left;
 };
 
 /* A context's name for a report (base/error.c takes names, not contexts;
@@ -148,6 +152,10 @@ struct mki_ctx_up {
     void (*sample)(mk_ctx *ctx, void *p, size_t size);
     void (*unsample)(mki_page *pg, const void *p);
     void (*unsample_page)(mki_page *pg);
+    /* A free into @ctx, which no thread owns, brought its orphan_left
+     * countdown to zero (any thread, no lock held): the heap layer looks
+     * whether the heap emptied (heap/heap.c). */
+    void (*orphan_freed)(mk_ctx *ctx);
 };
 extern const struct mki_ctx_up mki_ctx_up;
 

@@ -451,7 +451,7 @@ static void slab_each_live(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
 static int slab_init(mk_ctx *ctx, const mk_ctx_opts *opts)
 {
     mki_slab *s = slab(ctx);
-    if (!opts || opts->chunk_size == 0 || opts->chunk_size > MKI_LARGE_MAX) {
+    if (!opts || opts->chunk_size == 0 || opts->chunk_size > MKI_SLAB_MAX) {
         errno = EINVAL;
         return -1;
     }

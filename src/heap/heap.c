@@ -53,6 +53,7 @@
 #include "../page/purge.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -161,11 +162,24 @@ static mk_ctx *orphan_pop(void)
 }
 
 /* Does heap @h hold anything (after taking in other threads' frees)?
- * Pre: the caller is @h's only user. */
+ * Pre: the caller is @h's only user.  An orphan's countdown (ctx.h,
+ * orphan_left) is set from what it holds: the free that could be its last
+ * has the heap looked at again (mki_heap_orphan_freed), and each look at
+ * least halves the count, so a heap of n chunks is looked at about log2 n
+ * times. */
 static int holds_anything(mk_ctx *h)
 {
+    /* the countdown starts far from zero before the frees are taken in,
+     * and is brought down to half the count after: a free that comes in
+     * between is counted off it, taken in or not, so the countdown may
+     * reach zero early (a look too many), never late */
+    const long far = LONG_MAX / 4;
+    atomic_store_explicit(&h->orphan_left, far, memory_order_relaxed);
     mk_stats st;
     mk_ctx_stats(h, &st, 0); /* takes in the remote frees first */
+    long left = (long)(st.chunks / 2);
+    atomic_fetch_add_explicit(&h->orphan_left, (left > 0 ? left : 1) - far,
+                              memory_order_relaxed);
     return h->first_child != NULL || st.chunks != 0;
 }
 
@@ -182,6 +196,7 @@ static late_heap *lates_gone(int max)
         }
         *at = e->next;
         mki_ctx_set_owner_tid(e->heap, 0); /* every free into it is remote */
+        atomic_store_explicit(&e->heap->orphan_left, 1, memory_order_relaxed);
         orphan_push(e->heap);
         e->next = done;
         done = e;
@@ -357,6 +372,30 @@ int mki_heap_collect(int force)
     int waiting = lates != NULL; /* late heaps of threads still exiting */
     mki_os_unlock(&heap_lock);
     return waiting;
+}
+
+/* Frees into orphan @c brought its countdown to zero: if it is still an
+ * orphan (not adopted meanwhile, nor a context of the program's that no
+ * thread owns), take in its frees and give it back if it is empty. */
+void mki_heap_orphan_freed(mk_ctx *c)
+{
+    mki_os_lock(&heap_lock);
+    mk_ctx **at = &orphans;
+    while (*at && *at != c)
+        at = &(*at)->next_sibling;
+    if (!*at) { /* (being adopted, or made an orphan: its countdown is
+                    set once it is one) */
+        mki_os_unlock(&heap_lock);
+        return;
+    }
+    int dead = !holds_anything(c) && !keep_empty(0);
+    if (dead) {
+        *at = c->next_sibling;
+        c->next_sibling = NULL;
+    }
+    mki_os_unlock(&heap_lock);
+    if (dead)
+        mk_ctx_delete(c);
 }
 
 /* ---- the heap ------------------------------------------------------------------ */

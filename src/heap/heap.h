@@ -45,6 +45,10 @@ void mki_heap_fork(int phase);
 /* The collect hook of the page layer (mki_page_up.collect): take in
  * what was freed into heaps of exited threads; 1 to run again later. */
 int mki_heap_collect(int force);
+/* The ctx layer's hook (mki_ctx_up.orphan_freed): frees came into @c, a
+ * context no thread owns, as many as its countdown: if it is an exited
+ * thread's heap, take them in, and give the heap back if it emptied. */
+void mki_heap_orphan_freed(mk_ctx *c);
 
 /* What the heap layer asks of the layers above (bound at the top, bind.c):
  * register the library's fork handlers if the load did not (a static link

@@ -31,9 +31,13 @@ enum mki_os_purge {
 
 /*
  * Reserve @size bytes (a multiple of the OS page) aligned to @align (a power
- * of two, at least the OS page).  Pre: size > 0.  Returns the address, or
- * NULL (errno ENOMEM) on failure or injected failure.  Counts as reserved,
- * not committed.
+ * of two, at least the OS page), read-write.  Pre: size > 0.  Returns the
+ * address, or NULL (errno ENOMEM) on failure or injected failure.  Counts
+ * as reserved, not committed.  It maps no more than @size bytes plus the
+ * alignment's slack for a moment, and where even that is refused (a limit
+ * of address space nearly reached) it looks for an aligned place of
+ * exactly @size bytes.  Keeps errno when it succeeds, as does every call
+ * below.
  */
 void *mki_os_reserve(size_t size, size_t align);
 
@@ -107,7 +111,8 @@ void mki_os_huge_pages(void *p, size_t size, int on);
  * Does that advice work here: 1 when the system makes transparent huge
  * pages for advised mappings (its policy is "always" or "madvise"), 0 when
  * it makes none ("never", no such setting, or a kernel without them).
- * Read from the system once, then remembered; any thread.
+ * Read from the system once (a file in /sys), then remembered; errno kept;
+ * any thread.
  */
 int mki_os_huge_pages_work(void);
 
@@ -151,27 +156,43 @@ extern _Thread_local uintptr_t mki_os_self
 uintptr_t mki_os_self_assign(void);
 
 /*
- * The arena: one reservation of address space, made once, from which the
- * caller carves equal, aligned pieces (segment.c: its normal segments).
- * What it buys is a contiguous range: "is this pointer in a piece handed
- * out?" is a subtraction and a comparison (mki_os_arena), with no lookup,
- * and everything in that range is mapped (read-write; a piece given back
- * reads as zeros), so a pointer that passes may be followed without a
- * fault.  The reservation is PROT_NONE (it costs no memory and no commit
- * charge); a piece is made read-write when it is taken.
+ * The arena: one contiguous range of address space from which the caller
+ * carves equal, aligned pieces (segment.c: its normal segments).  What it
+ * buys is a contiguous range: "is this pointer in a piece handed out?" is
+ * a subtraction and a comparison (mki_os_arena), with no lookup, and
+ * everything in that range is mapped and readable (a piece given back
+ * reads as zeros), so a pointer that passes may be read without a fault
+ * where the caller keeps its own data readable.
  *
- * mki_os_arena_init(max, align): reserve up to @max bytes (fewer if the
- * system refuses: RLIMIT_AS, say; halving down to 64 pieces), aligned to
- * @align; 0, or -1 when no arena could be made (every piece then comes
- * from mki_os_reserve).  Called once, under the caller's lock.
+ * The range is not reserved ahead: it starts at an address of its own,
+ * far from where the kernel places mappings (a random place above 32 TiB,
+ * from the bytes the kernel gives every program at exec), and grows a
+ * piece at a time, each mapped right after the last (MAP_FIXED_NOREPLACE:
+ * never over anything).  So the process's address space (VmSize,
+ * RLIMIT_AS, the lock limit of mlockall) holds only the pieces taken.
+ * When the place after the last piece is taken by something else, or the
+ * arena reached its size, it stops growing, and the caller maps further
+ * pieces elsewhere.
+ *
+ * mki_os_arena_init(max, align): pick the arena's place and map its first
+ * piece, of @align bytes, for at most @max bytes in all; 0, or -1 when no
+ * arena could be made (every piece then comes from mki_os_reserve).
+ * Called once, under the caller's lock.
  * mki_os_arena_take(size): the next @size bytes (a multiple of the
- * alignment), read-write, counted as reserved; NULL with *@full set when
- * the arena is used up or absent (the caller reserves elsewhere), NULL
- * with errno ENOMEM otherwise (an injected failure).  Caller's lock.
+ * alignment), inaccessible (the caller opens what it uses with
+ * mki_os_access), counted as reserved; NULL with *@full set when the arena
+ * is at its end (the caller reserves elsewhere), NULL with errno ENOMEM
+ * otherwise (an injected failure).  Caller's lock.
  * mki_os_arena_drop(p, size, committed): a piece taken before goes back:
- * its pages are dropped (it reads as zeros), its address space stays in
- * the arena for the caller to take again with mki_os_arena_reuse.
- * mki_os_arena_reuse(p, size): counts piece @p as reserved again.
+ * its pages and its commit charge are dropped, and it stays in the arena,
+ * readable (zeros) and nothing else, for the caller to take again with
+ * mki_os_arena_reuse (which counts it as reserved again; it is readable
+ * only, until opened).
+ * mki_os_arena_shrink(used): the arena's pieces from byte @used on (all
+ * given back, and the caller's last) are unmapped: address space given
+ * back when a mapping failed (RLIMIT_AS); the next take maps them again.
+ * Caller's lock.
+ * Each keeps errno as it was when it succeeds.
  */
 typedef struct mki_os_span {
     uintptr_t lo, len; /* [lo, lo + len): the pieces handed out so far */
@@ -181,6 +202,23 @@ int mki_os_arena_init(size_t max, size_t align);
 void *mki_os_arena_take(size_t size, int *full);
 void mki_os_arena_drop(void *p, size_t size, size_t committed);
 void mki_os_arena_reuse(void *p, size_t size);
+void mki_os_arena_shrink(size_t used);
+
+/* Access to a range of a reservation (OS-page aligned): what a caller
+ * keeps closed until it is used (a segment's tail: its pages then count
+ * in no limit, VmData, the commit charge or mlockall's locked memory).
+ * mki_os_access(p, size, how): the range becomes read-write
+ * (MKI_OS_RW), readable (MKI_OS_READ) or inaccessible (MKI_OS_NONE), its
+ * contents kept; 0, or -1 with errno ENOMEM (a limit refused the charge:
+ * nothing changed).
+ * mki_os_discard(p, size, how): the range's pages are dropped (it reads as
+ * zeros once accessible), with their commit charge, and it becomes
+ * readable (MKI_OS_READ) or inaccessible (MKI_OS_NONE); never fails (a
+ * system that refuses leaves it read-write, its pages dropped). */
+enum mki_os_how { MKI_OS_NONE = 0, MKI_OS_READ = 1, MKI_OS_RW = 3 };
+int mki_os_access(void *p, size_t size, int how);
+void mki_os_discard(void *p, size_t size, int how);
+
 /* Is @p in [lo, lo + len)?  Lock-free (relaxed: a reader that sees an old
  * length sees a shorter range, and sends a pointer of a new piece to its
  * caller's slow path, which looks it up). */

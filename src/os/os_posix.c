@@ -20,12 +20,16 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #ifndef MAP_NORESERVE
 #define MAP_NORESERVE 0
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000 /* (Linux 4.17; older headers) */
 #endif
 
 static _Atomic size_t reserved_bytes;
@@ -75,29 +79,85 @@ void *mki_os_reserve(size_t size, size_t align)
     return mki_os_reserve_offset(size, align, 0);
 }
 
+/* The kernel's page size (from the values it gives every program at exec:
+ * no system call, errno untouched). */
+static size_t os_page(void)
+{
+    return 4096;
+}
+
+/* Map @size bytes read-write, anywhere (@at NULL) or exactly at @at (never
+ * over a mapping: MAP_FIXED_NOREPLACE, which a kernel older than 4.17
+ * takes as a hint: an answer elsewhere is unmapped); NULL on failure. */
+static char *map_rw(void *at, size_t size, int prot)
+{
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    if (at)
+        flags |= MAP_FIXED_NOREPLACE;
+    char *p = mmap(at, size, prot, flags, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (at && p != at) {
+        munmap(p, size);
+        return NULL;
+    }
+    return p;
+}
+
+/* @p + @offset rounded up (@up) or down to a multiple of @align, less
+ * @offset. */
+static uintptr_t aligned_at(uintptr_t p, size_t align, size_t offset, int up)
+{
+    uintptr_t a = (p + offset + (up ? align - 1 : 0)) & ~(uintptr_t)(align - 1);
+    return a - offset;
+}
+
 void *mki_os_reserve_offset(size_t size, size_t align, size_t offset)
 {
     atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    int saved = errno;
+    const size_t pg = os_page();
     if (injected_failure() || size + align < size) {
         errno = ENOMEM;
         return NULL;
     }
-    size_t span = size + align;
-    char *p = mmap(NULL, span, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
-        errno = ENOMEM;
-        return NULL;
+    /* mmap's answers are page-aligned: align - pg bytes more hold an
+     * aligned place of @size, whose two ends are then unmapped */
+    size_t span = size + (align > pg ? align - pg : 0);
+    char *p = map_rw(NULL, span, PROT_READ | PROT_WRITE);
+    uintptr_t a;
+    if (p) {
+        a = aligned_at((uintptr_t)p, align, offset, 1);
+        size_t head = a - (uintptr_t)p;
+        size_t tail = span - head - size;
+        if (head)
+            munmap(p, head);
+        if (tail)
+            munmap((char *)a + size, tail);
+    } else {
+        /* even the slack is refused (RLIMIT_AS nearly reached): @size
+         * bytes where the kernel puts them, if aligned, else at the
+         * aligned places on either side of them, if free */
+        p = map_rw(NULL, size, PROT_READ | PROT_WRITE);
+        if (!p) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        a = (uintptr_t)p;
+        if (aligned_at(a, align, offset, 0) != a) {
+            munmap(p, size);
+            a = aligned_at((uintptr_t)p, align, offset, 0);
+            if (!map_rw((void *)a, size, PROT_READ | PROT_WRITE)) {
+                a = aligned_at((uintptr_t)p, align, offset, 1);
+                if (!map_rw((void *)a, size, PROT_READ | PROT_WRITE)) {
+                    errno = ENOMEM;
+                    return NULL;
+                }
+            }
+        }
     }
-    uintptr_t a =
-        (((uintptr_t)p + offset + align - 1) & ~(uintptr_t)(align - 1)) - offset;
-    size_t head = a - (uintptr_t)p;
-    size_t tail = span - head - size;
-    if (head)
-        munmap(p, head);
-    if (tail)
-        munmap((char *)a + size, tail);
     atomic_fetch_add_explicit(&reserved_bytes, size, memory_order_relaxed);
+    errno = saved;
     return (void *)a;
 }
 
@@ -130,6 +190,7 @@ void *mki_os_resize(void *p, size_t size, size_t new_size, size_t align,
         errno = ENOMEM;
         return NULL;
     }
+    int saved = errno;
     void *q = mremap(p, size, new_size, 0); /* in place */
     if (q == MAP_FAILED) { /* (ENOMEM; EFAULT if [p, p + size) spans two
                               kernel mappings, and then so does the move) */
@@ -149,6 +210,7 @@ void *mki_os_resize(void *p, size_t size, size_t new_size, size_t align,
     atomic_fetch_add_explicit(&reserved_bytes, new_size - size,
                               memory_order_relaxed);
     count_committed(new_size - size);
+    errno = saved; /* (the in-place attempt's ENOMEM) */
     return q;
 }
 
@@ -185,35 +247,50 @@ int mki_os_move(void *from, size_t len, void *to)
 
 mki_os_span mki_os_arena;
 static char *arena_base;
-static size_t arena_size, arena_used;
+static size_t arena_max;    /* the most it may grow to */
+static size_t arena_used;   /* pieces handed out: [base, base + used) */
+static size_t arena_mapped; /* of them and after, mapped by the arena */
+static int arena_stuck;     /* the place after it is taken: it grows no more */
+
+/* Where the arena starts: 32 TiB and up, a multiple of @align chosen from
+ * the random bytes the kernel gives the program at exec (AT_RANDOM: read,
+ * not consumed), in a range of 1 TiB.  The kernel places mappings top-down
+ * from below 128 TiB, and programs and their heaps low or near 85 TiB, so
+ * the arena grows there undisturbed; AddressSanitizer's shadow ends below
+ * 16 TiB.  (A fixed place would make its addresses known in advance.) */
+static uintptr_t arena_hint(size_t align, unsigned attempt)
+{
+    uint64_t r = 0x9e3779b97f4a7c15ull * (attempt + 1);
+    r ^= (uintptr_t)__builtin_frame_address(0) * 0xff51afd7ed558ccdull;
+    r ^= (uintptr_t)&arena_base >> 12;
+    uintptr_t base = ((uintptr_t)32 << 40) + (uintptr_t)attempt * ((uintptr_t)1 << 40);
+    return base + (uintptr_t)(r % (((uintptr_t)1 << 40) / align)) * align;
+}
 
 int mki_os_arena_init(size_t max, size_t align)
 {
     if (arena_base)
         return 0;
-    for (size_t size = max; size >= align * 64; size /= 2) {
-        char *p = mmap(NULL, size + align, PROT_NONE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED)
-            continue;
-        uintptr_t a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
-        size_t head = a - (uintptr_t)p;
-        if (head)
-            munmap(p, head);
-        if (align - head)
-            munmap((char *)a + size, align - head);
-        arena_base = (char *)a;
-        arena_size = size;
-        __atomic_store_n(&mki_os_arena.lo, a, __ATOMIC_RELAXED);
-        return 0;
+    int saved = errno;
+    for (unsigned attempt = 0; attempt < 8; attempt++) {
+        uintptr_t at = arena_hint(align, attempt);
+        if (map_rw((void *)at, align, PROT_NONE)) {
+            arena_base = (char *)at;
+            arena_max = max;
+            arena_mapped = align;
+            __atomic_store_n(&mki_os_arena.lo, at, __ATOMIC_RELAXED);
+            errno = saved;
+            return 0;
+        }
     }
+    errno = saved;
     return -1;
 }
 
 void *mki_os_arena_take(size_t size, int *full)
 {
     *full = 0;
-    if (!arena_base || arena_size - arena_used < size) {
+    if (!arena_base || arena_max - arena_used < size) {
         *full = 1;
         return NULL;
     }
@@ -223,9 +300,17 @@ void *mki_os_arena_take(size_t size, int *full)
         return NULL;
     }
     char *p = arena_base + arena_used;
-    if (mprotect(p, size, PROT_READ | PROT_WRITE) != 0) {
-        *full = 1; /* (strict overcommit refusing the charge): elsewhere */
-        return NULL;
+    if (arena_used + size > arena_mapped) {
+        int saved = errno;
+        char *more = arena_base + arena_mapped;
+        size_t len = arena_used + size - arena_mapped;
+        if (arena_stuck || !map_rw(more, len, PROT_NONE)) {
+            arena_stuck = 1; /* (or a limit: the caller tries elsewhere) */
+            errno = saved;
+            *full = 1;
+            return NULL;
+        }
+        arena_mapped += len;
     }
     arena_used += size;
     /* the new piece is in the range once it is mapped */
@@ -237,7 +322,7 @@ void *mki_os_arena_take(size_t size, int *full)
 void mki_os_arena_drop(void *p, size_t size, size_t committed)
 {
     atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
-    madvise(p, size, MADV_DONTNEED); /* (cannot fail on a mapped range) */
+    mki_os_discard(p, size, MKI_OS_READ);
     atomic_fetch_sub_explicit(&reserved_bytes, size, memory_order_relaxed);
     atomic_fetch_sub_explicit(&committed_bytes, committed,
                               memory_order_relaxed);
@@ -249,16 +334,57 @@ void mki_os_arena_reuse(void *p, size_t size)
     atomic_fetch_add_explicit(&reserved_bytes, size, memory_order_relaxed);
 }
 
+void mki_os_arena_shrink(size_t used)
+{
+    if (!arena_base || used >= arena_used)
+        return;
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    /* out of the range first: a racing free of a stale pointer into it
+     * then takes the slow path, which finds no segment there */
+    __atomic_store_n(&mki_os_arena.len, used, __ATOMIC_RELEASE);
+    munmap(arena_base + used, arena_mapped - used);
+    arena_used = arena_mapped = used;
+    arena_stuck = 0; /* (the place may be free again) */
+}
+
+int mki_os_access(void *p, size_t size, int how)
+{
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    int saved = errno;
+    if (injected_failure() || mprotect(p, size, how) != 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    errno = saved;
+    return 0;
+}
+
+void mki_os_discard(void *p, size_t size, int how)
+{
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    int saved = errno;
+    /* fresh pages over the old ones, in one call: the old pages, their
+     * place in VmData and their commit charge go */
+    if (mmap(p, size, how, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+             -1, 0) == MAP_FAILED)
+        madvise(p, size, MADV_DONTNEED); /* (too many mappings): the pages */
+    errno = saved;
+}
+
 int mki_os_guard(void *p, size_t size)
 {
     atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
-    return mprotect(p, size, PROT_NONE) == 0 ? 0 : -1;
+    int saved = errno, r = mprotect(p, size, PROT_NONE) == 0 ? 0 : -1;
+    errno = saved;
+    return r;
 }
 
 int mki_os_unguard(void *p, size_t size)
 {
     atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
-    return mprotect(p, size, PROT_READ | PROT_WRITE) == 0 ? 0 : -1;
+    int saved = errno, r = mprotect(p, size, PROT_READ | PROT_WRITE) == 0 ? 0 : -1;
+    errno = saved;
+    return r;
 }
 
 int mki_os_commit(void *p, size_t size)
@@ -287,7 +413,12 @@ void mki_os_huge_pages(void *p, size_t size, int on)
 
 /* The policy's line names the one in force in brackets: "always
  * [madvise] never".  Read with plain system calls (no stdio, which would
- * allocate); -1 until read (two threads that read it at once agree). */
+ * allocate), once, when the first huge chunk is mapped (with the option
+ * thp off, never), errno kept (where /sys is absent the open fails).  Not
+ * at load: the C library's pages that open, read and close take would
+ * cost every small program 64 - 192 KiB of resident text (fault-around;
+ * programs_fixed_cost_hello).  -1 until read (two threads that read it at
+ * once agree). */
 static _Atomic int huge_pages_work = -1;
 
 int mki_os_huge_pages_work(void)
@@ -297,16 +428,19 @@ int mki_os_huge_pages_work(void)
         return w;
     w = 0;
 #ifdef MADV_HUGEPAGE
+    int saved = errno;
     int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         char line[128];
         ssize_t n = read(fd, line, sizeof line - 1);
         close(fd);
-        if (n > 0) {
-            line[n] = 0;
-            w = strstr(line, "[always]") != NULL || strstr(line, "[madvise]") != NULL;
-        }
+        /* "[always]" or "[madvise]" in force (no strstr: a page of the
+         * C library that a small program would not touch otherwise) */
+        for (ssize_t i = 0; i + 1 < n; i++)
+            if (line[i] == '[')
+                w = line[i + 1] == 'a' || line[i + 1] == 'm';
     }
+    errno = saved;
 #endif
     atomic_store_explicit(&huge_pages_work, w, memory_order_relaxed);
     return w;
@@ -359,7 +493,9 @@ int mki_os_moves_costly(void)
 {
     int c = atomic_load_explicit(&moves_costly, memory_order_relaxed);
     if (c < 0) {
+        int saved = errno;
         c = probe_moves();
+        errno = saved;
         atomic_store_explicit(&moves_costly, c, memory_order_relaxed);
     }
     return c;
@@ -382,9 +518,11 @@ int mki_os_decommit(void *p, size_t size, size_t account, int how)
         int advice = MADV_DONTNEED;
         (void)how;
 #endif
+        int saved = errno;
         int r = madvise(p, size, advice);
         if (r != 0 && advice != MADV_DONTNEED)
             r = madvise(p, size, MADV_DONTNEED); /* old kernel: no MADV_FREE */
+        errno = saved;
         if (r != 0)
             return -1;
     }

@@ -60,7 +60,11 @@
 #define MKI_NCLASS_DIRECT 21       /* classes <= 1040 B, inline in a context */
 #define MKI_SMALL_MAX 32768u       /* largest chunk held in a shared page */
 #define MKI_DIRECT_MAX 1040u       /* largest size of the class lookup table */
-#define MKI_LARGE_MAX (1u << 20)   /* larger chunks get a huge segment */
+/* larger chunks get a huge segment: four chunks of this size fit a
+ * segment beside its header (60 of its 63 whole 64 KiB words; at 1 MiB
+ * three did, and a quarter of each segment held nothing) */
+#define MKI_LARGE_MAX (960u << 10)
+#define MKI_SLAB_MAX (1u << 20)    /* largest chunk size of a SLAB context */
 #define MKI_SIZE_MAX ((size_t)1 << 46) /* larger requests fail at once */
 
 /* ---- pages -------------------------------------------------------------- */
@@ -184,6 +188,11 @@ struct mki_segment {
     uint32_t low_word;      /* every unit of the `used` words below it is
                                handed out: the unit searches start there
                                (segment.c, units_taken / units_freed) */
+    uint32_t open_units;    /* units from the start that are read-write;
+                               the rest is closed (no access: not in
+                               VmData, the commit charge or mlockall's
+                               locked memory) until a page needs it
+                               (segment.c, open_to) */
     uint64_t empty_since_ns; /* when it last became empty (purge delay) */
     uint64_t freed_ns;      /* when a page of it last went back to it */
     size_t huge_committed;  /* huge: bytes committed */

@@ -78,6 +78,21 @@ void *mki_meta_alloc(size_t size)
     return p;
 }
 
+void *mki_meta_map(size_t size)
+{
+    char *p = mki_os_reserve(size, MKI_OS_PAGE); /* (zero) */
+    if (p && mki_os_commit(p, size) != 0) {
+        mki_os_release(p, size, 0);
+        p = NULL;
+    }
+    if (!p) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    atomic_fetch_add_explicit(&meta_total, size, memory_order_relaxed);
+    return p;
+}
+
 void mki_meta_free(void *p, size_t size)
 {
     if (!p)

@@ -20,6 +20,10 @@
 /* ---- page/meta.c: bookkeeping memory ------------------------------------ */
 void *mki_meta_alloc(size_t size); /* zeroed; NULL on OOM */
 void mki_meta_free(void *p, size_t size);
+/* Bookkeeping memory of @size bytes (an OS-page multiple) mapped whole,
+ * zeroed, never given back (the leaves of segment.c's map); NULL on OOM.
+ * Lock-free (its caller's lock). */
+void *mki_meta_map(size_t size);
 size_t mki_meta_bytes(void);
 /* fork(): 0 before (take the lock), 1 in the parent and 2 in the child
  * after (release it).  The same for the page pool in segment.c. */
@@ -83,6 +87,10 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
                          unsigned long long delay_ns, int *pending,
                          unsigned long long *next_due);
 size_t mki_segment_count(void);
+/* Are there empty segments, or arena slots given back (address space held
+ * idle)?  Relaxed.  And: unmap the arena's given-back slots at its end. */
+int mki_segment_idle(void);
+void mki_segment_trim_arena(void);
 /* Decommit (with @how) free units of the normal segments that are still
  * committed, whole OS pages, about @bytes of them whatever their age (the
  * purge policy's shed, purge.c); returns the bytes given back. */
@@ -208,24 +216,39 @@ extern mki_page mki_page_empty;
  * kind MKI_PAGE_FREE, fast_tid 0. */
 extern mki_page mki_page_gone;
 
-/* Is @p in a normal segment memkit holds?  A mark per 4 MiB of address
- * space (segment.c), set at every normal segment's base; the release
- * build's free tests it first, so that a pointer memkit never returned is
- * reported, not followed: only a known segment's page map is read.  Huge
- * mappings have a map of their own (mki_hugemap): past its first 4 MiB a
- * huge chunk's data lies where a segment's header would, so a pointer
- * into it must never lead to a page map. */
+/* Is @p in a normal segment memkit holds, or at the start of a huge
+ * mapping?  A byte per 4 MiB of address space (segment.c): 1 at every
+ * normal segment's base, 2 at every huge mapping's.  The release build's
+ * slow free path tests it first, so that a pointer memkit never returned
+ * is reported, not followed: only a known segment's page map is read.
+ * (Past its first 4 MiB a huge chunk's data lies where a segment's header
+ * would, so a pointer into it must never lead to a page map.)  The map
+ * has two levels: a table of 512 leaves in the library's data (4 KiB),
+ * and the leaves, 64 KiB each for 256 GiB of address space, mapped when a
+ * segment is first made in their range: the whole map, flat, would be
+ * 32 MiB of static data, which programs with a limit on their data
+ * (RLIMIT_DATA), garbage collectors that scan it, and mlockall all pay
+ * for.  Readers are lock-free (a leaf is published once, and never goes). */
 #define MKI_SEGMAP_BITS ((size_t)1 << (47 - MKI_SEG_SHIFT))
-/* A byte per 4 MiB (32 MiB of address space, zero-filled, of which only
- * the pages near memkit's segments are ever touched): one load and one
- * compare on the free path, where a bit map takes two more. */
-extern unsigned char mki_segmap[MKI_SEGMAP_BITS];
-extern uint64_t mki_hugemap[MKI_SEGMAP_BITS / 64];
-MKI_INLINE int mki_segment_known(const void *p)
+#define MKI_SEGMAP_LEAF_SHIFT 16
+#define MKI_SEGMAP_LEAVES (MKI_SEGMAP_BITS >> MKI_SEGMAP_LEAF_SHIFT)
+enum { MKI_SEGMAP_NORMAL = 1, MKI_SEGMAP_HUGE = 2 };
+extern unsigned char *mki_segmap[MKI_SEGMAP_LEAVES];
+/* The map's byte for @p's 4 MiB of address space (0: none). */
+MKI_INLINE unsigned mki_segmap_get(const void *p)
 {
     uintptr_t i = ((uintptr_t)p - 1) >> MKI_SEG_SHIFT;
-    return i < MKI_SEGMAP_BITS &&
-           __atomic_load_n(&mki_segmap[i], __ATOMIC_RELAXED) != 0;
+    if (i >= MKI_SEGMAP_BITS)
+        return 0;
+    const unsigned char *leaf =
+        __atomic_load_n(&mki_segmap[i >> MKI_SEGMAP_LEAF_SHIFT], __ATOMIC_ACQUIRE);
+    return leaf ? __atomic_load_n(&leaf[i & ((1u << MKI_SEGMAP_LEAF_SHIFT) - 1)],
+                                  __ATOMIC_RELAXED)
+                : 0;
+}
+MKI_INLINE int mki_segment_known(const void *p)
+{
+    return mki_segmap_get(p) == MKI_SEGMAP_NORMAL;
 }
 /* Is @p in a normal segment of the arena (os.h, segment.c)?  The free
  * path's test: a subtraction and a comparison, and everything in the
@@ -238,9 +261,7 @@ MKI_INLINE int mki_segment_fast(const void *p)
 }
 MKI_INLINE int mki_huge_known(const void *p)
 {
-    uintptr_t i = ((uintptr_t)p - 1) >> MKI_SEG_SHIFT;
-    return i < MKI_SEGMAP_BITS &&
-           ((__atomic_load_n(&mki_hugemap[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1);
+    return mki_segmap_get(p) == MKI_SEGMAP_HUGE;
 }
 
 /* The segment holding chunk @p (see layout.h for why p - 1). */

@@ -269,20 +269,44 @@ static void start_thread(void)
     mki_os_unlock(&purge_lock);
 }
 
-/* Set when a thread should be started at the next safe point: the
- * process has grown past PURGE_THREAD_AT (os figures) and has none. */
+/* Set when the next safe point has work: a thread to start (thread_wanted:
+ * the process has grown past PURGE_THREAD_AT, os figures, and has none), or
+ * with no thread, a pass that is scheduled (the safe point runs it when it
+ * is due). */
 _Atomic int mki_purge_want;
+static _Atomic int thread_wanted;
 
 static void want_if_large(void);
+
+static int run_due_pass(void);
 
 void mki_purge_safe_point_slow(void)
 {
     if (mki_os_forking)
         return; /* a fork handler: no thread now (the want stays) */
-    atomic_store_explicit(&mki_purge_want, 0, memory_order_relaxed);
-    if (atomic_load_explicit(&thread_state, memory_order_relaxed) == 0 &&
-        mki_option(MKI_OPT_PURGE_THREAD) && policy_active())
+    if (atomic_load_explicit(&thread_wanted, memory_order_relaxed) &&
+        atomic_exchange(&thread_wanted, 0) &&
+        atomic_load_explicit(&thread_state, memory_order_relaxed) == 0 &&
+        mki_option(MKI_OPT_PURGE_THREAD) && policy_active()) {
+        atomic_store_explicit(&mki_purge_want, 0, memory_order_relaxed);
         start_thread();
+        return;
+    }
+    if (atomic_load_explicit(&thread_state, memory_order_relaxed) == 2) {
+        atomic_store_explicit(&mki_purge_want, 0, memory_order_relaxed);
+        return;
+    }
+    /* no thread: a collect that is wanted and a pass that is due run here
+     * (the want stays while either waits, so that the next slow path
+     * looks again; a clock read each, while they wait) */
+    if (atomic_load(&collect_wanted) && mki_os_trylock(&purge_lock) == 0) {
+        (void)collect_if_due(); /* (not yet due: it stays wanted) */
+        mki_os_unlock(&purge_lock);
+    }
+    if (atomic_load(&scheduled))
+        run_due_pass();
+    if (!atomic_load(&scheduled) && !atomic_load(&collect_wanted))
+        atomic_store_explicit(&mki_purge_want, 0, memory_order_relaxed);
 }
 
 /* The OS layer's reservations grew: want a thread once they are large
@@ -309,8 +333,10 @@ void mki_purge_grew(void)
 static void want_if_large(void)
 {
     if (atomic_load_explicit(&thread_state, memory_order_relaxed) == 0 &&
-        mki_os_reserved() >= PURGE_THREAD_AT)
+        mki_option(MKI_OPT_PURGE_THREAD) && mki_os_reserved() >= PURGE_THREAD_AT) {
+        atomic_store_explicit(&thread_wanted, 1, memory_order_relaxed);
         atomic_store_explicit(&mki_purge_want, 1, memory_order_relaxed);
+    }
 }
 
 /* ---- the peak rule -----------------------------------------------------------
@@ -345,6 +371,7 @@ static _Atomic size_t held_high; /* the most held (in use + slack) */
 static _Atomic size_t shed_stuck; /* free units the last shed could not take */
 _Atomic size_t mki_purge_sheds;
 #define SHED_MIN ((size_t)64 << 10) /* a shed for less is not worth a walk */
+#define SHED_MIN_RULE ((size_t)1 << 20) /* (the free rule's: a walk per MiB) */
 
 void mki_purge_used(int fresh)
 {
@@ -400,6 +427,67 @@ void mki_purge_used(int fresh)
 
 /* ---- scheduling ------------------------------------------------------------ */
 
+/* No thread runs passes: the pass that is scheduled runs here if it is
+ * due (a slow path: a free that gave pages back, an allocation that cut
+ * a page).  Returns 1 when a pass ran. */
+static int run_due_pass(void)
+{
+    if (!policy_active()) /* (switched off since it was scheduled) */
+        return 0;
+    if (mki_os_now_ns() < sched_at() + delay_ns() || mki_os_trylock(&purge_lock) != 0)
+        return 0;
+    int due = atomic_load(&scheduled) && mki_os_now_ns() >= sched_at() + delay_ns();
+    if (due)
+        atomic_store(&scheduled, 0);
+    mki_os_unlock(&purge_lock);
+    if (!due)
+        return 0;
+    if (run_pass(0, NULL, NULL))
+        mki_purge_note(); /* (schedules the next, and wants it) */
+    return 1;
+}
+
+/* ---- the free rule ---------------------------------------------------------
+ * Without a thread of its own, memkit gives memory back only when the
+ * program calls it, and a program that frees its peak and then sleeps (FORM
+ * between two sorts, a server between two bursts) would keep its free
+ * memory for good.  So a free that leaves more free memory held (slack:
+ * the segments' free units still committed, the cached huge mappings)
+ * than SLACK_FLOOR or a SLACK_SHARE of what is in use gives the excess back
+ * at once, whatever its age: the program comes down to what it uses and
+ * that margin, in the call that dropped its peak.  Below the bound, free
+ * memory waits the delay, as before, for the program to use it again, and
+ * goes back in the passes its later calls run.  (With the thread, the
+ * passes run on time anyway, and the rule stands aside.) */
+#define SLACK_FLOOR ((size_t)8 << 20)
+#define SLACK_SHARE 4 /* a quarter of what is in use */
+_Atomic size_t mki_purge_drops; /* (how many times the rule gave back) */
+
+static void free_rule(void)
+{
+    size_t seg_live, seg_slack, huge_live, huge_cached;
+    mki_segment_use(&seg_live, &seg_slack);
+    mki_huge_use(&huge_live, &huge_cached);
+    size_t use = seg_live + huge_live, slack = seg_slack + huge_cached;
+    size_t bound = use / SLACK_SHARE > SLACK_FLOOR ? use / SLACK_SHARE : SLACK_FLOOR;
+    if (slack <= bound + SHED_MIN_RULE)
+        return;
+    if (mki_os_trylock(&pass_lock) != 0)
+        return; /* another thread sheds or runs a pass: it will see */
+    int saved = errno;
+    size_t over = slack - bound, b = 0;
+    atomic_fetch_add_explicit(&mki_purge_drops, 1, memory_order_relaxed);
+    /* the cached huge mappings first (whole mappings, unmapped: no walk),
+     * then the segments' free units */
+    if (huge_cached)
+        b = mki_huge_shed(over < huge_cached ? over : huge_cached);
+    if (b < over && seg_slack)
+        b += mki_segment_shed(over - b, os_how(mki_option(MKI_OPT_PURGE), 0));
+    atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
+    mki_os_unlock(&pass_lock);
+    errno = saved;
+}
+
 void mki_purge_note(void)
 {
     if (!policy_active())
@@ -414,18 +502,11 @@ void mki_purge_note(void)
         return;
     }
     int ts = atomic_load_explicit(&thread_state, memory_order_relaxed);
+    if (ts != 2)
+        free_rule();
     if (atomic_load(&scheduled)) {
-        /* no thread: run the pass here once it is due */
-        if (ts != 2 && mki_os_now_ns() >= sched_at() + delay_ns() &&
-            mki_os_trylock(&purge_lock) == 0) {
-            int due = atomic_load(&scheduled) &&
-                      mki_os_now_ns() >= sched_at() + delay_ns();
-            if (due)
-                atomic_store(&scheduled, 0);
-            mki_os_unlock(&purge_lock);
-            if (due && run_pass(0, NULL, NULL))
-                mki_purge_note();
-        }
+        if (ts != 2) /* no thread: run the pass here once it is due */
+            run_due_pass();
         return;
     }
     pthread_once(&cond_once, cond_init);
@@ -436,16 +517,42 @@ void mki_purge_note(void)
         pthread_cond_signal(&purge_cond);
     }
     mki_os_unlock(&purge_lock);
+    /* no thread: the allocation slow paths look at the pass (safe point) */
+    if (ts != 2)
+        atomic_store_explicit(&mki_purge_want, 1, memory_order_relaxed);
 }
 
+/* ---- a mapping failed ------------------------------------------------------ */
+
+int mki_purge_reclaim(void)
+{
+    size_t seg_live, seg_slack, huge_live, huge_cached;
+    mki_segment_use(&seg_live, &seg_slack);
+    mki_huge_use(&huge_live, &huge_cached);
+    (void)seg_live, (void)huge_live;
+    /* (empty segments and cached mappings hold address space even when
+     * their pages are gone: one pass finds out) */
+    if (!mki_segment_idle() && !huge_cached && !seg_slack)
+        return 0;
+    int saved = errno;
+    size_t a = 0, b = 0;
+    run_pass(1, &a, NULL);
+    run_pass(1, &b, NULL); /* (pages purged may have emptied segments) */
+    mki_segment_trim_arena();
+    errno = saved;
+    return 1;
+}
 
 int mki_purge_collect(void)
 {
-    /* wanted already: the flag is set only under the lock while a thread
-     * runs or starts, and the thread exits only with it clear, so a run
-     * will come (the common case of a burst of frees into an orphan: no
-     * lock) */
-    if (atomic_load_explicit(&collect_wanted, memory_order_relaxed))
+    /* wanted already, with a thread: the flag is set only under the lock
+     * while a thread runs or starts, and the thread exits only with it
+     * clear, so a run will come (the common case of a burst of frees into
+     * an orphan: no lock); without one, the flag asks the next safe point,
+     * and 0 says that no run may come */
+    int now = atomic_load_explicit(&thread_state, memory_order_relaxed);
+    if ((now == 1 || now == 2) &&
+        atomic_load_explicit(&collect_wanted, memory_order_relaxed))
         return 1;
     pthread_once(&cond_once, cond_init);
     mki_os_lock(&purge_lock);
@@ -457,6 +564,13 @@ int mki_purge_collect(void)
     } else if (ts == 0 && mki_option(MKI_OPT_PURGE_THREAD) && policy_active()) {
         /* no thread: the next thread exit or mk_trim collects, and the
          * next safe point starts one */
+        atomic_store_explicit(&thread_wanted, 1, memory_order_relaxed);
+        atomic_store_explicit(&mki_purge_want, 1, memory_order_relaxed);
+    } else if (ts != 3) {
+        /* no thread of memkit's own (the default): the next allocation
+         * slow path collects (a safe point), or the next thread exit, or
+         * mk_trim */
+        atomic_store(&collect_wanted, 1);
         atomic_store_explicit(&mki_purge_want, 1, memory_order_relaxed);
     }
     mki_os_unlock(&purge_lock);

@@ -43,6 +43,13 @@ void mki_purge_grew(void);
 /* mk_option_set changed the purge mode or delay: wake the thread. */
 void mki_purge_options_changed(void);
 void mki_purge_figures(size_t *bytes, size_t *passes);
+/* A mapping failed (a limit of address space or data, the commit charge):
+ * give back what memkit holds idle, now (cached huge mappings, empty
+ * segments, free pages, the arena's free end).  Returns 1 if there was
+ * anything (the caller tries again), 0 if not.  No lock held; errno kept. */
+int mki_purge_reclaim(void);
+/* How many times the free rule gave memory back (for the tests). */
+extern _Atomic size_t mki_purge_drops;
 
 #pragma GCC visibility pop
 

@@ -63,18 +63,27 @@ mki_page mki_page_empty; /* all zero: no free chunk, fast_tid 0 */
  * no NULL test on the fast path.  (Units never handed out hold NULL.) */
 mki_page mki_page_gone = {.kind = MKI_PAGE_FREE};
 
-/* The normal segments come from one reservation (os.h, the arena), so
- * that the free path's "is this pointer in a normal segment?" is a
- * subtraction and a comparison: 64 GiB of address space, or what the
- * system grants (halved until it does); past it, segments are mappings of
- * their own, whose frees take the slow path (mki_segment_known).  Option
- * arena_mb (MEMKIT_ARENA_MB) sets the size; below 256 MiB there is none.  A
- * segment given back keeps its place in the arena (its pages dropped, so
- * that a stale pointer into it reads zeros: no page), for the next one. */
+/* The normal segments come from one contiguous range (os.h, the arena),
+ * so that the free path's "is this pointer in a normal segment?" is a
+ * subtraction and a comparison: up to 64 GiB of address space, taken a
+ * segment at a time; past it, or where something else took the place
+ * after it, segments are mappings of their own, whose frees take the slow
+ * path (mki_segment_known).  Option arena_mb (MEMKIT_ARENA_MB) sets the
+ * size; below 256 MiB there is none.  A segment given back keeps its
+ * place in the arena (its pages dropped, readable as zeros, so that a
+ * stale pointer into it finds no page), for the next one.
+ *
+ * A segment's memory is opened (read-write) as its pages need it, from its
+ * start (open_to): the rest is closed, so that a program's limits (its
+ * data, RLIMIT_DATA; the commit charge under strict overcommit; mlockall's
+ * locked memory) count what it uses, not 4 MiB a segment. */
 #define ARENA_MAX ((size_t)64 << 30)
 #define ARENA_SLOTS (ARENA_MAX / MKI_SEG_SIZE)
 static uint64_t arena_free_bits[ARENA_SLOTS / 64]; /* slots given back */
 static size_t arena_free_count;
+/* A segment opens in steps of OPEN_STEP units (a system call each: at most
+ * 16 for a segment, against its 1,024 page faults) */
+#define OPEN_STEP 256u
 
 static void arena_init(void)
 {
@@ -85,27 +94,89 @@ static void arena_init(void)
         mki_os_arena_init(want, MKI_SEG_SIZE);
 }
 
-/* A 4 MiB piece for a new segment, read-write: a slot given back, else
- * the arena's next one, else a mapping of its own.  arena_lock held. */
+/* The units a segment may open: all but a guard page at its end
+ * (MEMKIT_SECURE=2). */
+static unsigned open_limit(void)
+{
+    return mki_secure >= 2 ? MKI_UNITS - MKI_OS_PAGE / MKI_UNIT : MKI_UNITS;
+}
+
+/* Open @s's memory up to unit @end at least (arena_lock held, or @s not
+ * yet shared): 0, or -1 with errno ENOMEM when the system refuses (a limit
+ * reached). */
+static int open_to(mki_segment *s, unsigned end)
+{
+    if (end <= s->open_units)
+        return 0;
+    unsigned to = (end + OPEN_STEP - 1) / OPEN_STEP * OPEN_STEP;
+    if (to > open_limit())
+        to = open_limit();
+    if (mki_os_access((char *)s + (size_t)s->open_units * MKI_UNIT,
+                      (size_t)(to - s->open_units) * MKI_UNIT, MKI_OS_RW) != 0)
+        return -1;
+    s->open_units = to;
+    return 0;
+}
+
+/* A 4 MiB piece for a new segment, its header's units read-write: a slot
+ * given back, else the arena's next one, else a mapping of its own
+ * (read-write whole).  arena_lock held. */
 static mki_segment *segment_reserve(void)
 {
+    char *p = NULL;
     if (arena_free_count) {
-        for (size_t w = 0; w < ARENA_SLOTS / 64; w++)
+        for (size_t w = 0; w < ARENA_SLOTS / 64 && !p; w++)
             if (arena_free_bits[w]) {
                 unsigned b = (unsigned)__builtin_ctzll(arena_free_bits[w]);
                 arena_free_bits[w] &= arena_free_bits[w] - 1;
                 arena_free_count--;
-                char *p = (char *)mki_os_arena.lo +
-                          (w * 64 + b) * MKI_SEG_SIZE;
+                p = (char *)mki_os_arena.lo + (w * 64 + b) * MKI_SEG_SIZE;
                 mki_os_arena_reuse(p, MKI_SEG_SIZE);
-                return (mki_segment *)p;
             }
     }
     int full = 0;
-    mki_segment *s = mki_os_arena_take(MKI_SEG_SIZE, &full);
-    if (s || !full)
+    if (!p) {
+        p = mki_os_arena_take(MKI_SEG_SIZE, &full);
+        if (!p && !full)
+            return NULL;
+    }
+    if (p) { /* closed (or readable): the header's units are opened */
+        unsigned first = (unsigned)((MKI_SEG_HEADER_BYTES + MKI_OS_PAGE - 1) /
+                                    MKI_OS_PAGE * (MKI_OS_PAGE / MKI_UNIT));
+        mki_segment *s = (mki_segment *)p;
+        unsigned to = first < OPEN_STEP ? OPEN_STEP : first;
+        if (mki_os_access(p, (size_t)to * MKI_UNIT, MKI_OS_RW) != 0) {
+            mki_os_arena_drop(p, MKI_SEG_SIZE, 0);
+            size_t i = ((uintptr_t)p - mki_os_arena.lo) / MKI_SEG_SIZE;
+            arena_free_bits[i / 64] |= 1ull << (i % 64);
+            arena_free_count++;
+            errno = ENOMEM;
+            return NULL;
+        }
+        s->open_units = to;
         return s;
-    return mki_os_reserve(MKI_SEG_SIZE, MKI_SEG_SIZE);
+    }
+    mki_segment *s = mki_os_reserve(MKI_SEG_SIZE, MKI_SEG_SIZE);
+    if (s)
+        s->open_units = MKI_UNITS;
+    return s;
+}
+
+/* The arena's slots at its end that were given back are unmapped: the
+ * address space they hold goes back to the OS (after a mapping failed:
+ * RLIMIT_AS).  arena_lock held. */
+static void arena_trim(void)
+{
+    size_t used = mki_os_arena.len / MKI_SEG_SIZE;
+    while (used) {
+        size_t i = used - 1;
+        if (!(arena_free_bits[i / 64] & (1ull << (i % 64))))
+            break;
+        arena_free_bits[i / 64] &= ~(1ull << (i % 64));
+        arena_free_count--;
+        used--;
+    }
+    mki_os_arena_shrink(used * MKI_SEG_SIZE);
 }
 
 /* ---- transparent huge pages (option thp "all") ---------------------------
@@ -140,7 +211,8 @@ static void thp_off(mki_segment *s)
 }
 
 /* Give segment @s's address space back: to the arena's free slots (its
- * pages dropped), or to the OS.  arena_lock held. */
+ * pages dropped, readable zeros, out of VmData and the commit charge), or
+ * to the OS.  arena_lock held. */
 static void segment_unreserve(mki_segment *s, size_t committed)
 {
     if (!mki_os_arena_has((char *)s + 1)) {
@@ -148,9 +220,7 @@ static void segment_unreserve(mki_segment *s, size_t committed)
         return;
     }
     thp_off(s); /* (the slot's next segment decides for itself) */
-    if (mki_secure >= 2) /* its guard page is readable again */
-        mki_os_unguard((char *)s + MKI_SEG_SIZE - MKI_OS_PAGE, MKI_OS_PAGE);
-    mki_os_arena_drop(s, MKI_SEG_SIZE, committed);
+    mki_os_arena_drop(s, MKI_SEG_SIZE, committed); /* (its guard page too) */
     size_t i = ((uintptr_t)s - mki_os_arena.lo) / MKI_SEG_SIZE;
     arena_free_bits[i / 64] |= 1ull << (i % 64);
     arena_free_count++;
@@ -386,29 +456,40 @@ static mki_segment **list_of(mki_segment *s)
 
 /* ---- registry (checking build) ------------------------------------------- */
 
-/* The maps of every 4 MiB of address space memkit holds a normal segment
- * at (a byte each, 32 MiB of zero-filled memory) and of every base of a
- * huge mapping (a bit each, 4 MiB), which the slow paths ask before they
- * read what a pointer handed to free leads to (mki_segment_find); only the
- * words near memkit's segments are ever touched.  Readers are lock-free (relaxed loads); writers hold
- * arena_lock. */
-unsigned char mki_segmap[MKI_SEGMAP_BITS];
-uint64_t mki_hugemap[MKI_SEGMAP_BITS / 64];
+/* The map of every 4 MiB of address space memkit holds a normal segment
+ * or a huge mapping at (page.h, mki_segmap: a byte each, in leaves of 64 KiB
+ * mapped when first needed), which the slow paths ask before they read
+ * what a pointer handed to free leads to (mki_segment_find).  Readers are
+ * lock-free; writers hold arena_lock. */
+unsigned char *mki_segmap[MKI_SEGMAP_LEAVES];
 
-static void segmap_put(uint64_t *map, uintptr_t base, int add)
+/* Mark @base's 4 MiB as @kind (MKI_SEGMAP_NORMAL or _HUGE), or unmark it
+ * (@add 0: only if it is marked @kind).  0, or -1 when a leaf of the map
+ * cannot be made (nothing marked). */
+static int segmap_put(int kind, uintptr_t base, int add)
 {
     uintptr_t i = base >> MKI_SEG_SHIFT;
     if (i >= MKI_SEGMAP_BITS)
-        return; /* outside the map: its pointers are taken as foreign */
-    if (!map) { /* the normal segments' byte map */
-        __atomic_store_n(&mki_segmap[i], (unsigned char)add, __ATOMIC_RELAXED);
-        return;
+        return 0; /* outside the map: its pointers are taken as foreign */
+    unsigned char **slot = &mki_segmap[i >> MKI_SEGMAP_LEAF_SHIFT];
+    unsigned char *leaf = *slot;
+    const size_t leaf_bytes = (size_t)1 << MKI_SEGMAP_LEAF_SHIFT;
+    if (!leaf) {
+        if (!add)
+            return 0;
+        leaf = mki_meta_map(leaf_bytes); /* (zero) */
+        if (!leaf)
+            return -1;
+        __atomic_store_n(slot, leaf, __ATOMIC_RELEASE);
     }
-    uint64_t bit = 1ull << (i % 64);
-    if (add)
-        __atomic_fetch_or(&map[i / 64], bit, __ATOMIC_RELAXED);
-    else
-        __atomic_fetch_and(&map[i / 64], ~bit, __ATOMIC_RELAXED);
+    unsigned char *b = &leaf[i & (leaf_bytes - 1)];
+    if (add) {
+        __atomic_store_n(b, (unsigned char)kind, __ATOMIC_RELAXED);
+    } else {
+        unsigned char was = (unsigned char)kind;
+        __atomic_compare_exchange_n(b, &was, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    }
+    return 0;
 }
 
 mki_page *mki_segment_find(const void *p)
@@ -420,18 +501,20 @@ mki_page *mki_segment_find(const void *p)
     return NULL;
 }
 
-/* Add or remove a segment (normal: @map NULL, mki_segmap; huge: mki_hugemap);
- * 0, or -1 when the checking build cannot record it (the segment must then
- * not be used: its chunks would look foreign). */
-static int registry_put(uintptr_t base, int add, uint64_t *map)
+/* Add or remove a segment (@kind: MKI_SEGMAP_NORMAL or _HUGE); 0, or -1
+ * when it cannot be recorded (its map's leaf, or in the checking build
+ * its registry entry: the segment must then not be used, its chunks would
+ * look foreign). */
+static int registry_put(uintptr_t base, int add, int kind)
 {
-    segmap_put(map, base, add);
+    if (segmap_put(kind, base, add) != 0)
+        return -1;
     if (!MK_CONFIG_CHECK)
         return 0;
     if (!registry) /* made with the first segment; a failure is retried */
         registry = mki_os_reserve(REG_CAP * sizeof(uintptr_t), MKI_OS_PAGE);
     if (!registry) {
-        segmap_put(map, base, 0);
+        segmap_put(kind, base, 0);
         return -1;
     }
     uintptr_t key = base >> MKI_SEG_SHIFT;
@@ -448,16 +531,16 @@ static int registry_put(uintptr_t base, int add, uint64_t *map)
         if (registry[i] == 0)
             return 0;
     }
-    segmap_put(map, base, 0);
+    segmap_put(kind, base, 0);
     return -1; /* full: 256 GiB of segments */
 }
 
 int mki_segment_register(void *base, int add)
 {
     mki_os_lock(&arena_lock);
-    int r = add ? registry_put((uintptr_t)base, 1, mki_hugemap) : 0;
+    int r = add ? registry_put((uintptr_t)base, 1, MKI_SEGMAP_HUGE) : 0;
     if (!add)
-        registry_put((uintptr_t)base, 0, mki_hugemap);
+        registry_put((uintptr_t)base, 0, MKI_SEGMAP_HUGE);
     mki_os_unlock(&arena_lock);
     if (r == 0) {
         if (add)
@@ -530,7 +613,7 @@ static mki_segment *segment_new(void)
         s->fixed_units += g;
     }
     s->free_units = MKI_UNITS - s->fixed_units;
-    if (registry_put((uintptr_t)s, 1, NULL) != 0) {
+    if (registry_put((uintptr_t)s, 1, MKI_SEGMAP_NORMAL) != 0) {
         segment_unreserve(s, header);
         errno = ENOMEM;
         return NULL;
@@ -548,7 +631,7 @@ static void segment_release(mki_segment *s, int locked)
     mki_mem_forget(s, MKI_SEG_SIZE); /* the address may be mapped again */
     if (!locked)
         mki_os_lock(&arena_lock);
-    registry_put((uintptr_t)s, 0, NULL);
+    registry_put((uintptr_t)s, 0, MKI_SEGMAP_NORMAL);
     atomic_fetch_sub_explicit(&segment_count, 1, memory_order_relaxed);
     UNCOUNT(normal_count, 1);
     size_t committed = committed_units_bytes(s);
@@ -578,6 +661,8 @@ static unsigned next_bit(const uint64_t *bits, unsigned u, unsigned end, int on)
 static int commit_units(mki_segment *s, unsigned first, unsigned n, size_t *fresh)
 {
     unsigned end = first + n;
+    if (open_to(s, end) != 0)
+        return -1;
     for (unsigned u = next_bit(s->committed, first, end, 0); u < end;) {
         unsigned v = next_bit(s->committed, u, end, 1);
         if (mki_os_commit((char *)s + (size_t)u * MKI_UNIT,
@@ -648,9 +733,8 @@ static void desc_put(mki_page *pg)
     desc_spares = pg;
 }
 
-mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
+static mki_page *page_alloc(uint32_t units, size_t commit_bytes)
 {
-    pthread_once(&arena_once, arena_init);
     mki_os_lock(&arena_lock);
     mki_page *pg = desc_get();
     if (!pg) {
@@ -720,6 +804,18 @@ fail:
     mki_os_unlock(&arena_lock);
     errno = ENOMEM;
     return NULL;
+}
+
+mki_page *mki_segment_page_alloc(uint32_t units, size_t commit_bytes)
+{
+    pthread_once(&arena_once, arena_init);
+    int saved = errno;
+    mki_page *pg = page_alloc(units, commit_bytes);
+    if (MKI_UNLIKELY(!pg) && mki_purge_reclaim()) /* (a limit: RLIMIT_AS...) */
+        pg = page_alloc(units, commit_bytes);
+    if (pg)
+        errno = saved; /* (what failed on the way, a try) */
+    return pg;
 }
 
 static void release(mki_page *pg);
@@ -836,6 +932,7 @@ int mki_segment_page_wake(mki_page *pg)
 {
     mki_segment *s = mki_segment_of(pg->start);
     size_t fresh = 0;
+    int saved = errno;
     mki_os_lock(&arena_lock);
     unrest(s, pg);
     if (!bits_all(s->committed, pg->unit, pg->units) &&
@@ -851,6 +948,7 @@ int mki_segment_page_wake(mki_page *pg)
     mki_os_unlock(&arena_lock);
     if (fresh)
         mki_purge_used(1);
+    errno = saved;
     return 0;
 }
 
@@ -872,7 +970,16 @@ void mki_segment_pages_release(mki_page *pgs)
         release_list(batch);
 }
 
+static int page_grow(mki_page *pg, size_t bytes);
+
 int mki_segment_page_grow(mki_page *pg, size_t bytes)
+{
+    int saved = errno, r = page_grow(pg, bytes);
+    errno = saved; /* a try: the caller moves the chunk instead */
+    return r;
+}
+
+static int page_grow(mki_page *pg, size_t bytes)
 {
     mki_segment *s = mki_segment_of(pg->start);
     size_t body = (bytes + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
@@ -1133,7 +1240,7 @@ static size_t purge(int force, int how, int unmap_empty,
     /* the system calls, without the lock */
     size_t header = MKI_SEG_HEADER_UNITS * MKI_UNIT;
     int failed = 0;
-    static unsigned char run_failed[MAX_RUNS], drop_failed[MAX_RUNS];
+    static unsigned char run_failed[MAX_RUNS], drop_failed[MAX_RUNS], closed[MAX_RUNS];
     for (unsigned i = 0; i < nr; i++) {
         thp_off(runs[i].s);
         run_failed[i] =
@@ -1144,20 +1251,30 @@ static size_t purge(int force, int how, int unmap_empty,
     }
     for (unsigned i = 0; i < nd; i++) {
         mki_segment *s = drop[i];
-        drop_failed[i] = 0;
+        drop_failed[i] = closed[i] = 0;
         if (unmap_empty || kept + i >= KEEP_EMPTY) {
             total += committed_units_bytes(s);
             segment_release(s, 0); /* counts its own bytes */
             drop[i] = NULL;
         } else {
             /* the data units (not the header: its first units share an
-             * OS page with data only in the first data page, kept) */
+             * OS page with data only in the first data page, kept),
+             * closed: an empty segment kept for reuse holds no memory in
+             * the process's data or commit charge either (MADV_FREE, the
+             * purge mode free, keeps them open: the kernel takes its
+             * pages lazily) */
             size_t data = (header + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
+            size_t acct = committed_units_bytes(s) - header;
+            size_t open = (size_t)s->open_units * MKI_UNIT;
             thp_off(s);
-            drop_failed[i] = mki_os_decommit((char *)s + data,
-                                             MKI_SEG_SIZE - data,
-                                             committed_units_bytes(s) - header,
-                                             how) != 0;
+            if (how == MKI_OS_FREE || open <= data) {
+                drop_failed[i] = mki_os_decommit((char *)s + data,
+                                                 MKI_SEG_SIZE - data, acct, how) != 0;
+            } else {
+                mki_os_discard((char *)s + data, open - data, MKI_OS_NONE);
+                mki_os_decommit(s, 0, acct, how); /* (the count alone) */
+                closed[i] = 1;
+            }
             failed |= drop_failed[i];
         }
     }
@@ -1214,6 +1331,9 @@ static size_t purge(int force, int how, int unmap_empty,
             continue;
         }
         size_t bytes = committed_units_bytes(s) - header;
+        if (closed[i])
+            s->open_units = (unsigned)(((header + MKI_OS_PAGE - 1) &
+                                        ~(size_t)(MKI_OS_PAGE - 1)) / MKI_UNIT);
         bits_set(s->committed, MKI_SEG_HEADER_UNITS,
                  MKI_UNITS - MKI_SEG_HEADER_UNITS, 0);
         memset(s->aged, 0, sizeof s->aged);
@@ -1230,6 +1350,19 @@ size_t mki_segment_purge(int force, int how, int unmap_empty,
                          unsigned long long *next_due)
 {
     return purge(force, how, unmap_empty, delay_ns, pending, next_due, NULL);
+}
+
+int mki_segment_idle(void)
+{
+    return __atomic_load_n(&empty_list, __ATOMIC_RELAXED) != NULL ||
+           __atomic_load_n(&arena_free_count, __ATOMIC_RELAXED) != 0;
+}
+
+void mki_segment_trim_arena(void)
+{
+    mki_os_lock(&arena_lock);
+    arena_trim();
+    mki_os_unlock(&arena_lock);
 }
 
 size_t mki_segment_shed(size_t bytes, int how)

@@ -61,9 +61,12 @@ static void clean_slate(void)
 }
 
 /*
- * Make the @n-th OS request fail, call @alloc; the call must fail cleanly
- * or, if it needed fewer than @n requests, succeed.  Returns 1 if it
- * failed.  The result (when it succeeded) is freed.
+ * Make the @n-th OS request and every one after it fail, call @alloc; the
+ * call must fail cleanly or, if it needed fewer than @n requests, succeed.
+ * Returns 1 if it failed.  The result (when it succeeded) is freed.  (Every
+ * one after: a mapping that fails makes memkit give back what it holds
+ * idle and try again, page/purge.c, mki_purge_reclaim, which a single
+ * failure would not show.)
  */
 typedef void *(*alloc_fn)(mk_ctx *ctx);
 
@@ -71,7 +74,7 @@ static int try_failing(mk_ctx *ctx, long n, alloc_fn alloc, const char *what,
                        int line)
 {
     counters a = take(ctx);
-    mki_os_fail_at(n, 0);
+    mki_os_fail_at(n, 1);
     errno = 0;
     void *p = alloc(ctx);
     int err = errno;

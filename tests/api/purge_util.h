@@ -37,11 +37,11 @@
 
 #define MiB ((size_t)1 << 20)
 /* Chunk sizes whose place does not depend on the build: the checking
- * build adds a tail to every chunk, which would make a 1 MiB request huge
- * (a mapping of its own) and a 64 KiB one take a 128 KiB run.  PU_LARGE
- * is a large chunk (a run of 960 units in a segment), PU_PAGE fills one
- * 64 KiB page. */
-#define PU_LARGE ((size_t)960 << 10)
+ * build adds a tail to every chunk, which would make a 960 KiB request
+ * huge (a mapping of its own) and a 64 KiB one take a 128 KiB run.
+ * PU_LARGE is a large chunk (a run of 896 units in a segment, four to a
+ * segment), PU_PAGE fills one 64 KiB page. */
+#define PU_LARGE ((size_t)896 << 10)
 #define PU_PAGE ((size_t)63 << 10)
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
