@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # memkit - the commands people type.  The build itself is CMake (>= 3.20);
 # this file only wraps it.  See README.md.
 #

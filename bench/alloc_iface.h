@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * alloc_iface.h - the allocator abstraction every workload is written against.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * targets.h - the issues' targets, judged from the measured rows.
  */

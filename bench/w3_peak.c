@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * w3_peak.c - W3, FORM's sort buffers, under each drop-in and each of
  * memkit's purge modes: does resident memory come back down after a peak,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * w5_contexts.c - W5: 10,000 contexts, each holding ten 64-byte chunks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * memkit.h - the whole public API of memkit, a C11 memory-management library.
  *

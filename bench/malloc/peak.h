@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * peak.h - W3's kernel, FORM's sort buffers: a peak of large buffers, then
  * long work with small objects, then a quiet phase - does resident memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * base.h - the lowest layer, which every other file may use and which uses
  * none of them: build variants and compiler macros, the options

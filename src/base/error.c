@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * error.c - reporting detected errors: one line, no allocation, then abort.
  *

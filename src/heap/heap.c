@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * heap.c - thread heaps: each thread's default context (its *heap*), the
  * calling thread's current context, the context malloc allocates from, and

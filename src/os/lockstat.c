@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lockstat.c - the lock statistics of a diagnostic build (cmake
  * -DMEMKIT_LOCK_STATS=ON; in every other build this file is empty): for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * os.h - the OS contract: how memkit gets address space and gives it back.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * os_posix.c - the OS contract (os.h) on Linux/POSIX: mmap, munmap, madvise.
  *

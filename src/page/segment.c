@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * segment.c - segments and the pages cut from them: the shared page pool.
  *

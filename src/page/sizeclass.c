@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sizeclass.c - the size classes of shared (small) pages and page sizing.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pool.c - typed pools: fixed-size objects over SLAB contexts.
  *

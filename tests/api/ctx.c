@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/ctx.c - the context tree: mk_ctx_new (kinds, names, parents),
  * mk_ctx_name/parent/kind, mk_ctx_set_parent (the subtree moves, cycles

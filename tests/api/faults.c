@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/faults.c - an OS request that fails at any point of a mixed context
  * workload fails cleanly (issue 8), by the OS layer's failure injection

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/purge.c - the purge policy (issue 7): after a peak, memory goes back
  * to the OS by itself, in the way the mode says and when the delay says,

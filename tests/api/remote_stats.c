@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/remote_stats.c - one rule for statistics of chunks freed by another
  * thread (issue 9, defect 3): a chunk counts as freed as soon as mk_free

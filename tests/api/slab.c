@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/slab.c - the MK_SLAB kind: one chunk size fixed at creation.
  *   - opts are required: no opts, chunk_size 0, a chunk size above 1 MiB, a

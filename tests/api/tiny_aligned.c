@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/tiny_aligned.c - zero and tiny sizes at every alignment (issue 9,
  * defect 0: mk_alloc_aligned(ctx, 0, 128 KiB) gave a chunk with no memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/trim.c - giving memory back on demand (issue 7): mk_trim,
  * mk_ctx_trim and MK_CTX_RELEASE_ON_RESET.

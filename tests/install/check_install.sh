@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check_install.sh BUILD_DIR SOURCE_DIR - install memkit into a scratch
 # prefix with `cmake --install`, then build and run, as a user would:
 #   - the README's example (the first ```c block of README.md, extracted,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/faults.c - a whole program on the malloc drop-in survives an
  * OS request that fails at any point (issue 8): it runs under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/hardening.c - the release reports of issue 8 through the malloc
  * drop-in: a plain C program (libc only, no memkit header) run under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/trim_rss.c - the purge modes really give resident memory back
  * through the drop-in (issue 7): a plain program (the C library only)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # override/valgrind_dropin.sh - the drop-in under Valgrind's Memcheck with
 # its own malloc in use (--soname-synonyms=somalloc=nouserintercepts: the
 # preloaded library's malloc is not replaced by Memcheck's), issue 13:

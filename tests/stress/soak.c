@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress/soak.c - the soak test (issue 8), on demand: 8 threads of mixed
  * context and malloc work for a long time (argv[1] or MEMKIT_SOAK_SECONDS,

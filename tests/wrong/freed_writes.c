@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wrong/freed_writes.c - the checking build (libmemkit-check) reports a
  * write to every byte of a freed chunk as a write to freed memory (issue

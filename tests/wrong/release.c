@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wrong/release.c - misuse that the release library (libmemkit, not the
  * checking build) reports, in its default mode and in secure mode

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/align.c - every result of the malloc family for more than 8 bytes
  * is 16-aligned, as on glibc (issue 13; C23 7.24.3 asks for the alignment

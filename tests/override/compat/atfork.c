@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/atfork.c - fork handlers may allocate, whatever the order they
  * were registered in (issue 13).

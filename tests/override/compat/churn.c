@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/churn.c - short-lived threads that leave memory behind do not make
  * the process grow (issue 13).

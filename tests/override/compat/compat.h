@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat.h - what the glibc-compatibility tests of the drop-in share
  * (tests/override/compat/, issue 13: "the drop-in runs every correct

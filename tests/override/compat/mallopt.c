@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/mallopt.c - mallopt and malloc_info answer as glibc 2.36 does
  * (issue 13): programs read mallopt's 0 as failure, and memkit refused

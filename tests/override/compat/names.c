@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/names.c - glibc's other names for its allocator are the drop-in's
  * too (issue 13): no block ever crosses from one allocator to the other.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/purge_thread.c - memkit does not leave a program multi-threaded
  * once it is idle (issue 13).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/tsd.c - a malloc in a thread's last destructors leaks nothing
  * (issue 13).
