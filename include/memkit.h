@@ -23,9 +23,15 @@
  *    does not own the chunk's context is queued on an atomic list that the
  *    owner collects; it never blocks the owner.
  *
- * Errors: functions return NULL (or -1) and leave everything usable.  Only
- * detected corruption (checking build) aborts, through the error handler
- * (see mk_set_error_handler).
+ * Errors: functions return NULL (or -1) and leave everything usable.
+ * Misuse memkit detects is reported as one line on stderr, then the process
+ * aborts, in every build, the release library included: a double free, or
+ * the free or realloc of what is not the start of a live chunk (mk_free);
+ * the checking build (libmemkit-check) detects more (writes past the
+ * requested size or to freed memory, the wrong pool, leaks at delete).  A
+ * handler set with mk_set_error_handler replaces the print and the abort;
+ * mk_silence_errors drops reports.  Leaks reported at delete abort only in
+ * the checking build.
  *
  * NULL contexts: a NULL context is no context, with one rule for every
  * function that takes one.  A call that would put something in it fails:
@@ -383,8 +389,8 @@ MK_API void *mk_realloc(void *p, size_t size) MK_MUST_USE;
  * build reports it as an error.
  * Freeing what is not the start of a live chunk is a bug that every build
  * reports, the release library included, and never follows (one line on
- * stderr, or the handler of mk_set_error_handler, then abort; with a handler
- * that returns, the free is abandoned).  Every report has one shape, in
+ * stderr, then abort; with a handler set by mk_set_error_handler, the
+ * handler gets the line instead, and if it returns the free is abandoned).  Every report has one shape, in
  * every build: "memkit: FN(): WHAT P (DETAIL, context "NAME")", FN being
  * the function the program called (mk_free, free, operator delete,
  * mk_pool_free...); a release build's first report is followed by one line
