@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # memkit - the commands people type.  The build itself is CMake (>= 3.20);
 # this file only wraps it.  See README.md.
 #
@@ -73,7 +74,7 @@ install: build
 clean:
 	rm -rf build build-asan build-tsan
 
-# ---- issue 8: fuzzing and the soak test -------------------------------------
+# ---- fuzzing and the soak test ----------------------------------------------
 # make fuzz: fuzz/CMakeLists.txt is a project of its own (clang, libFuzzer;
 # fuzz/README.md).  Each target runs FUZZ_SECONDS on a working copy of its
 # seed corpus (new inputs go to build-fuzz/corpus/<target>, never into the

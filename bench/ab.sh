@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # ab.sh - two builds of libmemkit-malloc side by side on W2M and W1M (and,
 # with AB_SECURE=1, each build in MEMKIT_SECURE=1 too): the figure a change
 # to the drop-in's fast paths is judged by ("at most 3% against the commit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * alloc_malloc.h - the system allocator (malloc/free) as a bench allocator,
  * the baseline of every ratio.  Included by alloc_iface.h only.

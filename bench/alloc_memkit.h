@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * alloc_memkit.h - memkit as bench allocators: one per context kind
  * (GENERAL, GENERATION, SLAB, BUMP) and the typed pool, plain and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * alloc_peers.c - the one piece of state the peer allocators have: the
  * mimalloc functions found by dlsym (see alloc_peers.h).

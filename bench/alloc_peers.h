@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * alloc_peers.h - the other context allocators, as bench allocators, each
  * compiled only when bench/CMakeLists.txt found it (HAVE_TALLOC, HAVE_APR,

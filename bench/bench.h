@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench.h - what the driver (main.c) and the workloads share: the options
  * and the workloads' entry points.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dropin.c - the drop-in allocators (which exist, where) and the run loop
  * of the drop-in workloads (see dropin.h).

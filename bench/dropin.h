@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dropin.h - the malloc drop-ins as columns of the report, and the run loop
  * of the drop-in workloads (W1M, W2M, W6, W7, W8).

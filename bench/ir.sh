@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # ir.sh - instructions per iteration of the fast-path loops, counted by
 # callgrind (valgrind --tool=callgrind), with MEMKIT_VALGRIND=0 so that
 # memkit runs its release paths under Valgrind: the figures the fast-path

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ir_kernels.c - memkit-bench-ir: the loops whose instruction counts the
  * fast-path budgets are stated in (bench/ir.sh runs them under callgrind).

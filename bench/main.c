@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c - memkit-bench: options, the report header, and the driver that
  * runs the selected workloads and prints their tables, the targets and the

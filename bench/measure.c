@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * measure.c - the alternating run loop (see measure.h), and the allocators'
  * one-time initialisation.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * measure.h - the one run loop every timed workload uses, so the method is
  * written once: each allocator runs the same kernel on the same job; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report.c - the results store, the tables on stdout, the CSV files and the
  * progress line on stderr (see report.h for the model: sections, rows,

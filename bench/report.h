@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report.h - the results of a bench run and everything printed about them:
  * progress on stderr, the tables on stdout, the CSV files.

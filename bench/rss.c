@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rss.c - resident memory measured in fresh processes: the RSS workload
  * (memory per chunk: 1,000,000 live 24- and 48-byte chunks) and the

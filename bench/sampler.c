@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sampler.c - RSS over time from inside the process (see sampler.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sampler.h - a process's resident memory over time, sampled from inside:
  * a thread that reads /proc/self/statm every 10 ms into a static array.

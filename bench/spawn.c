@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * spawn.c - one child process per figure of the drop-in workloads (see
  * spawn.h): fork, set up the child's environment and CPU set, execve,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * spawn.h - run a program in a child process under a chosen malloc
  * (LD_PRELOAD), and learn how it went: its output, wall time and how it

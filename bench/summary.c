@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * summary.c - the answer to "should I adopt this?" in a few lines per
  * family, read back from the rows the workloads recorded (report.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * summary.h - the few lines that open and close a bench report: for each
  * family (contexts, pools, the malloc drop-in), memkit against the system

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sys.c - the bench's own dealings with the OS (see sys.h): /proc readers,
  * CPU pinning, pre-faulted mmap buffers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sys.h - the bench's own dealings with the operating system: describing
  * the machine, reading resident memory, pinning to a CPU, and the buffers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * targets.c - the claims memkit makes about its performance, as data, and
  * whether this run's figures bear each one out.

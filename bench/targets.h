@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * targets.h - the issues' targets, judged from the measured rows.
+ * targets.h - memkit's targets, judged from the measured rows.
  */
 #ifndef BENCH_TARGETS_H
 #define BENCH_TARGETS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * timing.c - the clock and the statistics of repeated runs.
  *

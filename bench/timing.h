@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * timing.h - the clock, the median, and the barriers that keep the measured
  * work from being optimised away.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * w1_palloc.c - W1, PostgreSQL's palloc benchmark: chunk sizes 8..1024 bytes
  * x live memory 1 KiB..64 MiB (--full: up to 1 GiB), two patterns.

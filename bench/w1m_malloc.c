@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * w1m_malloc.c - W1M, W1's free-oldest pattern (PostgreSQL's palloc test)
  * through malloc/free, under each malloc drop-in: chunk sizes 8..1024

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * w2_pool.c - W2, Godot's Variant pool test: 10,000,000 x (allocate an
  * object, write it, read it, free it), for 24- and 48-byte objects; and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * w2m_malloc.c - W2M, W2 (Godot's Variant pool test) through malloc/free,
  * under each malloc drop-in: 10,000,000 x (malloc a 24- or 48-byte object,

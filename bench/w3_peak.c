@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * w3_peak.c - W3, FORM's sort buffers, under each drop-in and each of
  * memkit's purge modes: does resident memory come back down after a peak,
@@ -17,7 +18,7 @@
  *   rss  (MiB, ratio allocator / glibc, < 1: less):
  *        peak       the child's VmHWM (the 512 MiB are all resident);
  *        peak+1s    the first sample 1 s or more after the peak (the
- *                   moment the last buffer was touched): the issue's
+ *                   moment the last buffer was touched): the claim's
  *                   "within 1 s after the peak", during the quiet phase
  *                   for every allocator here;
  *        churn end  at the end of the churn (what is left while working);

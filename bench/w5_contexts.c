@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * w5_contexts.c - W5: 10,000 contexts, each holding ten 64-byte chunks.
  *
@@ -30,8 +31,8 @@
  *  RSS   in a fresh process per figure (as the RSS workload): VmRSS before
  *        (the bench's own baseline: binary, libraries, the pre-faulted
  *        pointer arrays), the growth while the tree is built, and the total
- *        VmRSS with the tree live - issue 3's figure ("W5 total RSS"), in
- *        MiB.
+ *        VmRSS with the tree live - the figure of the claim "W5 total
+ *        RSS", in MiB.
  * The pointers to the children and chunks are kept in mmap'ed arrays for
  * every allocator (malloc and mimalloc need them to free; the others get
  * them and ignore them, so the work is the same).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * w6_threads.c - W6, malloc under threads, each drop-in at 1, 2 and 4
  * threads (--threads sets other counts), three patterns (the kernels are

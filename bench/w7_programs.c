@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * w7_programs.c - W7, real programs on each malloc drop-in: the wall time
  * and peak RSS of a program doing allocation-heavy work, run with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * w8_large.c - W8, large blocks through malloc/free, under each drop-in:
  * random sizes from 64 KiB to 32 MiB (log-uniform), 4 live at a time,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * big_buffers.c - FORM's sort buffers in miniature: does resident memory
  * come back down after a peak?

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * per_query.c - a PostgreSQL-style per-query context tree.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * quickstart.c - the README's example: a context tree, chunks freed one by
  * one or all at once, a callback tied to a context's lifetime.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * value_pool.c - Godot-style typed pools for small value types.
  *

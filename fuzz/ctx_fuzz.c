@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/ctx_fuzz.c - libFuzzer target: the context API driven by the fuzz
  * input, against a shadow model of every context, pool and chunk.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/fuzz.h - what memkit's libFuzzer targets share: a reader that turns
  * the fuzz input into choices, fill patterns that prove a chunk's bytes are

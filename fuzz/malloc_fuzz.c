@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz/malloc_fuzz.c - libFuzzer target: memkit's malloc family (the
  * drop-in, src/override/malloc.c) driven by the fuzz input, against a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * memkit.h - the whole public API of memkit, a C11 memory-management library.
  *
@@ -22,9 +23,15 @@
  *    does not own the chunk's context is queued on an atomic list that the
  *    owner collects; it never blocks the owner.
  *
- * Errors: functions return NULL (or -1) and leave everything usable.  Only
- * detected corruption (checking build) aborts, through the error handler
- * (see mk_set_error_handler).
+ * Errors: functions return NULL (or -1) and leave everything usable.
+ * Misuse memkit detects is reported as one line on stderr, then the process
+ * aborts, in every build, the release library included: a double free, or
+ * the free or realloc of what is not the start of a live chunk (mk_free);
+ * the checking build (libmemkit-check) detects more (writes past the
+ * requested size or to freed memory, the wrong pool, leaks at delete).  A
+ * handler set with mk_set_error_handler replaces the print and the abort;
+ * mk_silence_errors drops reports.  Leaks reported at delete abort only in
+ * the checking build.
  *
  * NULL contexts: a NULL context is no context, with one rule for every
  * function that takes one.  A call that would put something in it fails:
@@ -64,12 +71,21 @@
 extern "C" {
 #endif
 
-/* (0.2: mk_pool_front's layout changed; code compiled with the inline pool
- * functions of an 0.1 header must be rebuilt) */
+/* The version of this header; MK_VERSION is the same as one number, and
+ * mk_version() gives the library's.  MK_ABI_VERSION is the number of the
+ * libraries' soname (libmemkit.so.MK_ABI_VERSION): it changes whenever a
+ * struct this header exposes (mk_pool_front, mk_stats, mk_ctx_opts,
+ * mk_process_figures), an inline function or a function's signature
+ * changes.  Pool creation checks that the header a program was compiled
+ * with matches the library (mk_pool_new_abi).  CHANGELOG.md states the
+ * policy. */
 #define MK_VERSION_MAJOR 0
 #define MK_VERSION_MINOR 2
 #define MK_VERSION_PATCH 0
 #define MK_VERSION_STRING "0.2.0"
+#define MK_VERSION                                                            \
+    (MK_VERSION_MAJOR * 10000 + MK_VERSION_MINOR * 100 + MK_VERSION_PATCH)
+#define MK_ABI_VERSION 0
 
 /* MK_MALLOC_LIKE: the result is a new chunk that aliases nothing.  It
  * does not warn when the result is ignored: a chunk belongs to its context
@@ -373,8 +389,8 @@ MK_API void *mk_realloc(void *p, size_t size) MK_MUST_USE;
  * build reports it as an error.
  * Freeing what is not the start of a live chunk is a bug that every build
  * reports, the release library included, and never follows (one line on
- * stderr, or the handler of mk_set_error_handler, then abort; with a handler
- * that returns, the free is abandoned).  Every report has one shape, in
+ * stderr, then abort; with a handler set by mk_set_error_handler, the
+ * handler gets the line instead, and if it returns the free is abandoned).  Every report has one shape, in
  * every build: "memkit: FN(): WHAT P (DETAIL, context "NAME")", FN being
  * the function the program called (mk_free, free, operator delete,
  * mk_pool_free...); a release build's first report is followed by one line
@@ -510,6 +526,8 @@ typedef struct mk_pool mk_pool;
  *              pointer (pass a literal).
  * @return the pool, or NULL (errno EINVAL for a zero size or a bad
  *         alignment, ENOMEM when memory is exhausted).
+ * This header makes the call a macro that first checks that the program
+ * was compiled with a memkit.h of the library's ABI (mk_pool_new_abi).
  */
 MK_API mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
                             unsigned flags);
@@ -568,8 +586,9 @@ MK_API int mk_pool_stats(const mk_pool *pool, mk_stats *out);
  * mk_pool_put() below (and the typed functions of MK_POOL_DECLARE) pop and
  * push it inline, without a call; mk_pool_alloc() and mk_pool_free() do the
  * rest.  Read it only through those functions: its layout belongs to this
- * version of memkit (a program built against this header must run with the
- * same version of the library).
+ * version of memkit's ABI (MK_ABI_VERSION), and a program built against
+ * this header must run with a library of the same ABI, which pool creation
+ * checks (mk_pool_new_abi below).
  */
 typedef struct mk_pool_front {
     void *head;     /* freed objects, linked through their first word */
@@ -579,6 +598,32 @@ typedef struct mk_pool_front {
     uint32_t magic, limit; /* (uint32)((obj - lo) * magic) < limit: obj
                               starts an object the pool has handed out */
 } mk_pool_front;
+
+/**
+ * What mk_pool_new() and mk_pool_new_in() expand to: this header defines
+ * both as macros that pass @p abi = MK_POOL_ABI_, the layout of the pool
+ * front the program is compiled with (MK_ABI_VERSION and
+ * sizeof(mk_pool_front)), and the library creates the pool only when it
+ * matches its own.  A program built against another memkit.h would read
+ * and write its pools' fronts at the wrong places in the inline
+ * mk_pool_get and mk_pool_put; it gets one line instead ("memkit:
+ * mk_pool_new(): the program was compiled with another memkit.h (ABI A, a
+ * pool front of F bytes; this library: ABI B, G bytes): rebuild it against
+ * this memkit"), reported as a detected error (stderr, then abort; or the
+ * handler of mk_set_error_handler).  With a handler that returns, or
+ * reports silenced: NULL, errno EINVAL.  Otherwise as mk_pool_new_in
+ * (@p parent NULL: mk_pool_new).  The functions mk_pool_new and
+ * mk_pool_new_in stay exported (for programs that take their address, or
+ * reach them without this header) and do not check.
+ */
+MK_API mk_pool *mk_pool_new_abi(mk_ctx *parent, const char *name, size_t size,
+                                size_t align, unsigned flags, size_t abi);
+/* (no cast: the header is clean under C++'s -Wold-style-cast) */
+#define MK_POOL_ABI_ (MK_ABI_VERSION * 65536u + sizeof(mk_pool_front))
+#define mk_pool_new(name, size, align, flags)                                 \
+    mk_pool_new_abi(NULL, (name), (size), (align), (flags), MK_POOL_ABI_)
+#define mk_pool_new_in(parent, name, size, align, flags)                      \
+    mk_pool_new_abi((parent), (name), (size), (align), (flags), MK_POOL_ABI_)
 
 /* The pools' inline functions read and write a freed object's first two
  * words with memcpy: the object's own type is the program's, and these
@@ -788,6 +833,15 @@ MK_API int mk_silence_errors(int on);
 
 /** Non-zero when this library was built with the checks (libmemkit-check). */
 MK_API int mk_checking(void);
+
+/**
+ * The version of the library the program runs with, as one number:
+ * major * 10000 + minor * 100 + patch (0.2.0: 200).  Compare it with
+ * MK_VERSION, the version of the header the program was compiled with:
+ * a library runs a program built against any header of its MK_ABI_VERSION
+ * that is not newer than itself.
+ */
+MK_API int mk_version(void);
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bind.c - the top of the library: where the layers' upward needs are
  * bound, once, and the one place that knows every layer.

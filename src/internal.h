@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * internal.h - every layer's header at once, for the tests of internals
  * only.  No file of src/ includes it: code of a layer includes its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stats.c - the reports: the indented tree of a context's figures, its
  * JSON, and the process-wide figures (malloc_stats, MEMKIT_STATS).  It

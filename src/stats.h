@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stats.h - process-wide figures and the reports built on them (stats.c):
  * the top of the library, reading every layer, called by none of them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * harness.h - memkit's tiny, self-contained test harness (header only).
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # layers.sh - fail when a file of src/ includes a header of a layer above
 # its own: code calls its own layer or a lower one (docs/DESIGN.md,
 # "Layers"), and an upward need goes through the hook table its layer's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * reports.h - memkit's error reports captured in a test that misuses on
  * purpose and goes on: th_reports_begin() installs a handler that counts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * churn.c - W6 (c), thread churn: short-lived threads, created and joined
  * in a loop, `threads` at a time.  Each thread frees the objects the

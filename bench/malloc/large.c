@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * large.c - W8, large blocks: `ops` iterations, each freeing the oldest of
  * `live` (default 4) blocks and allocating a new one of a random size

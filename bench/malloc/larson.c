@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * larson.c - W6 (a), a Larson-style server (after Larson and Krishnan's
  * benchmark of the same name): each of `threads` threads holds `live`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c - memkit-bench-malloc: run one malloc workload and print what it
  * measured, for memkit-bench to read.

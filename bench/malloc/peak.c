@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * peak.c - W3, FORM's sort buffers, through malloc/free: a 512 MiB peak of
  * 1 MiB buffers, free, 8 MiB of 64-byte churn, a quiet phase, with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prodcons.c - W6 (b), producer/consumer pairs: `threads` / 2 pairs; in
  * each, the producer allocates objects of random sizes (16..1024 bytes),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * run.c - `memkit-bench-malloc run PROGRAM ARGS...`: run another program
  * (W7's programs: perl, python3, sqlite3, ...) and report on it in the workload line, as if it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * single.c - the single-thread workloads of memkit-bench-malloc, W2 and W1
  * of the in-process suite (w2_pool.c, w1_palloc.c) through malloc/free:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wl.h - what the files of memkit-bench-malloc share: the workload entry
  * type, the parameters, the result, a seeded random generator and the

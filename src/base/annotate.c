@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * annotate.c - whether the process runs under Valgrind, read once: the one
  * run-time fact behind annotate.h's inline client requests (AddressSanitizer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * annotate.h - telling AddressSanitizer and Valgrind's Memcheck about
  * memkit's chunks: a leaf of inline functions over their client requests

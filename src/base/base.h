@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * base.h - the lowest layer, which every other file may use and which uses
  * none of them: build variants and compiler macros, the options
@@ -166,6 +167,10 @@ MKI_INLINE void mki_error_invalid_in(const char *fn, const void *p,
     mki_error_report(fn, "invalid pointer", p,
                      freed ? "a freed chunk" : "not the start of a chunk", name);
 }
+/* A fatal error that is no misuse of memory (a program built against
+ * another memkit.h): "memkit: FN(): TEXT", then abort as any report, but
+ * without the release build's line on the checking build. */
+void mki_error_fatal(const char *fn, const char *text);
 /* Chunks left at delete: "memkit: FN(): NOUN "NAME": N THING(S) (B
  * bytes) leaked" (@thing singular).  Aborts only in the checking build. */
 void mki_error_leak(const char *fn, const char *noun, const char *name,

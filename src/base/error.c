@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * error.c - reporting detected errors: one line, no allocation, then abort.
  *
@@ -26,6 +27,8 @@ void mk_set_error_handler(mk_error_fn fn, void *arg)
 int mk_silence_errors(int on) { return atomic_exchange(&silenced, on != 0); }
 
 int mk_checking(void) { return MK_CONFIG_CHECK; }
+
+int mk_version(void) { return MK_VERSION; }
 
 /* The first report of a release build says what the checking build adds. */
 static _Atomic int hinted;
@@ -97,6 +100,16 @@ void mki_error_report(const char *fn, const char *what, const void *p,
         mki_line_str(&l, ")");
     }
     emit(&l, 1, 1);
+}
+
+void mki_error_fatal(const char *fn, const char *text)
+{
+    if (atomic_load(&silenced))
+        return;
+    mki_line l = {.len = 0};
+    start(&l, fn);
+    mki_line_str(&l, text);
+    emit(&l, 1, 0); /* (no misuse the checking build finds sooner: no hint) */
 }
 
 void mki_error_leak(const char *fn, const char *noun, const char *name,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * options.c - every run-time option in one table: name, MEMKIT_<NAME>
  * environment variable, default, range and meaning.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * print.c - one line of text built on the stack and written with write(2):
  * how memkit speaks (error reports, MEMKIT_VERBOSE, MEMKIT_STATS, malloc_stats)

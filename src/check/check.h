@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * check.h - the checking layer (instrument.c): the decorator that wraps
  * the kinds for instrumented contexts (the checking build,

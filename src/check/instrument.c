@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * instrument.c - the instrumented path every call on an instrumented context
  * takes: the checking build's checks, and the AddressSanitizer / Valgrind

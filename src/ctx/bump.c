@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bump.c - the BUMP context kind: any size, no header, no individual free;
  * memory comes back only on reset or delete.  The fastest kind: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bump.h - the BUMP kind's struct: a pointer and a limit, the fastest
  * allocation there is, and no individual free (bump.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * chunk.c - the public chunk entry points: mk_alloc, mk_free, mk_realloc
  * and friends.  This file owns the two fast paths; everything else is a

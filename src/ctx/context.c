@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * context.c - the context tree: create, reset, delete, callbacks, owner.
  * (The per-thread current context and thread heaps are heap/heap.c's.)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctx.h - the context layer: the part every kind of context shares (the
  * tree, the owner, the method table every kind implements), the dispatcher

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * general.c - the GENERAL context kind: any size, individual free, realloc.
  * PostgreSQL's AllocSet plays this role; memkit's version keeps no chunk

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * general.h - the GENERAL kind's fast paths, inline for mk_alloc/mk_free
  * (ctx/chunk.c) and for malloc/free (override/malloc.c), which must be the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * generation.c - the GENERATION context kind: any size, individual free,
  * for data that dies roughly in the order it was born (queues, tuple

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * generation.h - the GENERATION kind's fast paths, inline for chunk.c.
  * Only for contexts that are not instrumented (raw header words).

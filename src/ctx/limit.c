@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * limit.c - what a context's pages cost its tree: every page or block a
  * context takes is charged to it, and to each ancestor that has a limit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * slab.c - the SLAB context kind: one chunk size fixed at creation, O(1)
  * allocate and free, no per-chunk header.  PostgreSQL's slab.c is the model;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * slab.h - the SLAB kind's fast paths, inline for pool.c and chunk.c.
  * Only for contexts that are not instrumented (raw link words).

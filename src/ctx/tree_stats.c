@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tree_stats.c - the figures of one context, alone or with its subtree
  * (mk_ctx_stats), where the tree is: the reports above (stats.c, pools)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * heap.c - thread heaps: each thread's default context (its *heap*), the
  * calling thread's current context, the context malloc allocates from, and
@@ -280,8 +281,7 @@ static void sweep_orphans(int max, int force)
  * the purge thread's collect comes).  On 16 cores thread churn's 16
  * threads waited on the heap lock for up to a tenth of their time (31 -
  * 187 ms in runs of about 100 ms), as exits queued for each other's
- * sweeps; with the skip, 18 - 30 ms (DESIGN.md, issue 17, the fourteenth
- * session). */
+ * sweeps; with the skip, 18 - 30 ms (docs/DESIGN.md, "Threads"). */
 static atomic_int exit_sweeping;
 
 static void exit_sweep(void)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * heap.h - thread heaps and the current context (heap.c): the layer the
  * malloc drop-in stands on.

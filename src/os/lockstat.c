@@ -1,10 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lockstat.c - the lock statistics of a diagnostic build (cmake
  * -DMEMKIT_LOCK_STATS=ON; in every other build this file is empty): for
  * each of memkit's global locks, how often it was taken, how often it was
  * found held, and how long the takers waited, printed to stderr at exit.
  * It is how the page pool's single lock was judged on 16 cores (docs/
- * DESIGN.md, issue 17, the fourteenth session).
+ * DESIGN.md, "Threads").
  *
  * Trade-off: each acquisition adds a try-lock and a relaxed atomic add to
  * a counter beside the lock's entry, and a wait adds two clock reads. That

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * os.h - the OS contract: how memkit gets address space and gives it back.
  *
@@ -123,8 +124,8 @@ int mki_os_huge_pages_work(void);
  * its copy of each, one exit per page)?  Measured once, on the first call:
  * 16 pages faulted in, moved with mremap, and each one's first
  * read timed; 1 when the median read takes over a microsecond (a page
- * walk takes a tenth of that; on the shadowing machine of this project's
- * tenth session such a read took 3.5 us, a fresh page's fault 9 us).  0
+ * walk takes a tenth of that; on a virtual machine that shadows page tables
+ * such a read took 3.5 us, a fresh page's fault 9 us).  0
  * where the probe cannot run.  Any thread; costs a fraction of a
  * millisecond, once.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * os_posix.c - the OS contract (os.h) on Linux/POSIX: mmap, munmap, madvise.
  *
@@ -450,7 +451,7 @@ int mki_os_huge_pages_work(void)
  * here, not counted as memkit's); the destination is PROBE_PAGES + 1 pages
  * past the source, so that the two do not agree modulo 2 MiB (a move
  * between agreeing addresses can carry whole page tables, which costs no
- * fault: docs/DESIGN.md, "mremap and page tables"). */
+ * fault: docs/DESIGN.md, "No moves where moved pages fault"). */
 #define PROBE_PAGES 16
 static _Atomic int moves_costly = -1;
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cxx.c - C++ operator new and delete, every form (plain, array, nothrow,
  * sized, aligned), for libmemkit-malloc.

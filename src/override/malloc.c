@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * malloc.c - the only file that defines malloc, free and the rest of the C
  * library's allocation functions.  Built into libmemkit-malloc (shared: use

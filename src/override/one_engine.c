@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * one_engine.c - refuse, at load time, a process in which libmemkit-malloc
  * provides malloc while another copy of memkit provides the mk_* API.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override.h - the allocation and free paths shared by the C library's
  * functions (malloc.c) and C++'s operators (cxx.c), inline in both so that

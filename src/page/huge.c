@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * huge.c - chunks too big for a segment's pages (above 1 MiB, or aligned
  * beyond 64 KiB), each in a mapping of its own, and the cache that lets a

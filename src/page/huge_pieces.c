@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * huge_pieces.c - the borders between the kernel mappings a huge mapping
  * is made of, and moving its pages piece by piece (huge_pieces.h says why).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * huge_pieces.h - the kernel mappings a huge mapping is made of (huge.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * layout.h - the page layer's data structures and geometry, and the
  * glossary of the words the whole code uses.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * meta.c - memkit's own bookkeeping memory: page descriptors, context
  * structs, callback records, class tables.

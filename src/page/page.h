@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * page.h - the inline heart of memkit: owner lookup from a pointer, the
  * calling thread's identity, and the free-list operations of a page.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * purge.c - *when* memory goes back to the OS (os/ knows *how*, segment.c
  * and huge.c know *what*): the purge policy, its background thread, and

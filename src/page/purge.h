@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * purge.h - when free memory goes back to the OS (purge.c): the policy of
  * the page layer, beside the data it decides for (segment.c, huge.c say

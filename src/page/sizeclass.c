@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sizeclass.c - the size classes of shared (small) pages and page sizing.
  *
@@ -113,7 +114,7 @@
  * several classes' first chunks share an OS page of.  The thread heaps
  * take 64 KiB pages from 32 KiB held on (heap.c); the classes above 1 KiB
  * keep their own sizing (with the floor, clang's peak in W7 rose 0.3 MiB:
- * docs/DESIGN.md, "the thirteenth session").
+ * docs/DESIGN.md, "Pages inside a GENERAL context").
  */
 #include "sizeclass.h"
 

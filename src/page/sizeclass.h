@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sizeclass.h - request size -> size class, inline for the fast path.
  * The table and its rationale live in sizeclass.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * validate.c - what the page layer can say of a pointer handed back to
  * memkit, and its reports: the checking build's validation of every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pool.c - typed pools: fixed-size objects over SLAB contexts.
  *
@@ -151,14 +152,53 @@ static void pool_gone(void *arg)
     mki_meta_free(pool, sizeof *pool);
 }
 
-mk_pool *mk_pool_new(const char *name, size_t size, size_t align,
-                     unsigned flags)
+static mk_pool *pool_make(mk_ctx *parent, const char *name, size_t size,
+                          size_t align, unsigned flags);
+
+/* (The names in parentheses: memkit.h defines mk_pool_new and
+ * mk_pool_new_in as macros over mk_pool_new_abi; the functions stay for
+ * programs that do not go through the header.) */
+mk_pool *(mk_pool_new)(const char *name, size_t size, size_t align,
+                       unsigned flags)
 {
-    return mk_pool_new_in(NULL, name, size, align, flags);
+    return pool_make(NULL, name, size, align, flags);
 }
 
-mk_pool *mk_pool_new_in(mk_ctx *parent, const char *name, size_t size,
-                        size_t align, unsigned flags)
+mk_pool *(mk_pool_new_in)(mk_ctx *parent, const char *name, size_t size,
+                          size_t align, unsigned flags)
+{
+    return pool_make(parent, name, size, align, flags);
+}
+
+/* The layout of the pool front the program was compiled with (@abi, the
+ * header's MK_POOL_ABI_) against this library's: the inline mk_pool_get
+ * and mk_pool_put of another layout would read and write the front at the
+ * wrong places, so such a program gets a report and no pool. */
+mk_pool *mk_pool_new_abi(mk_ctx *parent, const char *name, size_t size,
+                         size_t align, unsigned flags, size_t abi)
+{
+    if (abi != MK_POOL_ABI_) {
+        mki_line l = {.len = 0};
+        mki_line_str(&l, "the program was compiled with another memkit.h "
+                         "(ABI ");
+        mki_line_num(&l, (long long)(abi >> 16));
+        mki_line_str(&l, ", a pool front of ");
+        mki_line_num(&l, (long long)(abi & 0xffff));
+        mki_line_str(&l, " bytes; this library: ABI ");
+        mki_line_num(&l, MK_ABI_VERSION);
+        mki_line_str(&l, ", ");
+        mki_line_num(&l, (long long)sizeof(mk_pool_front));
+        mki_line_str(&l, " bytes): rebuild it against this memkit");
+        l.buf[l.len] = '\0'; /* (a line keeps room for it) */
+        mki_error_fatal(parent ? "mk_pool_new_in" : "mk_pool_new", l.buf);
+        errno = EINVAL;
+        return NULL;
+    }
+    return pool_make(parent, name, size, align, flags);
+}
+
+static mk_pool *pool_make(mk_ctx *parent, const char *name, size_t size,
+                          size_t align, unsigned flags)
 {
     if (size == 0 || (align & (align - 1)) != 0) {
         errno = EINVAL;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pool.h - typed pools (pool.c): a SLAB context per pool (or per thread of
  * a thread-safe pool) behind the inline front of memkit.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dump.c - the heap profile's files: pprof's text heap format and folded
  * stacks, written at exit, on demand (mk_profile_dump) and on a signal.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof.h - the heap profile layer (sample.c, dump.c): sampled allocations
  * by call stack and by context, live samples, the peak, and the dumps.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sample.c - the sampled heap profile: which allocations are samples, the
  * call stack and context of each, the table of live samples, the peak.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/align.c - the documented alignment rule for every size class:
  * a chunk is aligned to 16 bytes, except requests of 8 bytes or less and

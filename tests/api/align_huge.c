@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/align_huge.c - mk_alloc_aligned with alignments above the segment
  * size (8 MiB .. 64 MiB), small and huge sizes: the chunk is aligned, its

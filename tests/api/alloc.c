@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/alloc.c - the chunk functions: mk_alloc, mk_alloc_zero,
  * mk_alloc_aligned (every power of two up to 1 MiB and a few above; bad

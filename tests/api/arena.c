@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/arena.c - the arena of normal segments (os.h, segment.c; option
  * arena_mb): whatever its size, every chunk behaves the same.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/asan_unmapped.c - memkit built with AddressSanitizer must not leave
  * poison on memory it gave back to the OS (a library bug found by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/bump.c - the MK_BUMP kind: any size, no header, no individual free.
  *   - opts: block_size below 1 KiB or above 1 MiB is EINVAL;

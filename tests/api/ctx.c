@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/ctx.c - the context tree: mk_ctx_new (kinds, names, parents),
  * mk_ctx_name/parent/kind, mk_ctx_set_parent (the subtree moves, cycles
@@ -75,8 +76,8 @@ static void test_new_bad_kind(void)
     }
 }
 
-/* The other kinds arrive with a later issue: today they must fail cleanly
- * (NULL, EINVAL); once implemented, a context of the right kind.  MK_SLAB
+/* Without options, every kind but MK_SLAB gives a context of its kind; a
+ * kind that could not would have to fail cleanly (NULL, EINVAL).  MK_SLAB
  * without opts has no chunk size, so it must stay EINVAL. */
 static void test_new_other_kinds(void)
 {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/current.c - the per-thread current context: mk_ctx_current starts as
  * the thread's own top-level GENERAL context named "thread"; mk_ctx_switch

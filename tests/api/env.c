@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/env.c - the environment variables of the options, each read by a fresh
  * process (respawn.h: this program again, with MEMKIT_* set as the case

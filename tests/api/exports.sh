@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # api/exports.sh - the shared libraries export the public API and nothing
 # else: every defined dynamic symbol starts with mk_ (the linker's own
 # _init/_fini/_edata/_end/__bss_start are ignored), and every function

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/faults.c - an OS request that fails at any point of a mixed context
- * workload fails cleanly (issue 8), by the OS layer's failure injection
+ * workload fails cleanly, by the OS layer's failure injection
  * (mki_os_fail_at: the N-th request from now fails; requests are reserve,
  * commit, decommit and resize).
  *

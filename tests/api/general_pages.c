@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/general_pages.c - the size of a GENERAL context's pages of small
  * chunks, and mk_ctx_opts.block_size, which sets a floor for them:

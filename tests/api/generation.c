@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/generation.c - the MK_GENERATION kind: any size, individual free,
  * blocks that go back as soon as every chunk in them is freed.

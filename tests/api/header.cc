@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/header.cc - memkit.h as a C++ program sees it: every macro and every
  * inline function of the header, compiled as C++ (api/header.sh builds it

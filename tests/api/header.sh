@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # api/header.sh CC CXX INCLUDE_DIR LIBRARY SOURCE_DIR - memkit.h compiles
 # cleanly as C and as C++ and behaves as documented where the compiler sees
 # it.  CXX may be "-" (no C++ compiler: that half is skipped, and said).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/huge_cache.c - the cache of freed huge mappings (page/huge.c) does
  * not raise the process's peak: what it holds, with what is live, never

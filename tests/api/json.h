@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/json.h - a small, strict JSON reader for the tests of memkit's JSON
  * statistics (stats_json.c, env.c): the output is parsed back and its

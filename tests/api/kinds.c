@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/kinds.c - what every context kind shares, run over GENERAL, SLAB (two
  * chunk sizes), GENERATION and BUMP alike:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/limit.c - per-context limits (mk_ctx_set_limit, mk_ctx_limit) and
  * their charges across mk_ctx_set_parent:

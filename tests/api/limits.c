@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/limits.c - huge and overflowing sizes: SIZE_MAX, SIZE_MAX - 15,
  * 2^62, PTRDIFF_MAX (and a few more) through every allocating function

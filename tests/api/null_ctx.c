@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/null_ctx.c - the one rule for NULL contexts (memkit.h, "NULL
  * contexts"): allocation calls and mk_ctx_on_reset fail with EINVAL;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/oom.c - out of memory, by injected OS failure (mki_os_fail_at):
  * the first allocation in a fresh context, a large chunk, a huge chunk, an

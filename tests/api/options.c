@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/options.c - run-time options and the error settings of the release
  * library: mk_option_get/mk_option_set ("purge_delay_ms": default, range,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/os_memory.c - memory goes back to the OS: after mk_ctx_delete of a
  * context (with children) that held 100 MiB in mixed sizes (small, large,

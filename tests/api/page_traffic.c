@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/page_traffic.c - how often a GENERAL context cuts a page from the
  * shared pool (mki_segment_cuts), where it need not:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/pool.c - typed pools (mk_pool_*, MK_POOL_DECLARE).
  *   - mk_pool_new refuses a zero size and an alignment that is not a power

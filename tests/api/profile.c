@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/profile.c - the sampled heap profile (docs/PROFILE.md), read back
  * from its own dumps as a user's tool would read them.

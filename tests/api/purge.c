@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * api/purge.c - the purge policy (issue 7): after a peak, memory goes back
+ * api/purge.c - the purge policy: after a peak, memory goes back
  * to the OS by itself, in the way the mode says and when the delay says,
  * while the program sleeps.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/purge_runtime.c - the purge policy changed while the program runs
  * (mk_option_set), its cost in a program that frees and allocates in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/purge_util.h - what the tests of memory going back (purge.c,
  * purge_runtime.c, trim.c) measure, and how they wait for it.

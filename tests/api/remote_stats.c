@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/remote_stats.c - one rule for statistics of chunks freed by another
- * thread (issue 9, defect 3): a chunk counts as freed as soon as mk_free
+ * thread: a chunk counts as freed as soon as mk_free
  * returns, whichever thread called it, for every kind and every size, in
  * the release and in the checking build (api_remote_stats and
  * api_remote_stats_check run this file on each).  Before the fix the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/respawn.h - run this test program again, as a fresh process, for one
  * case: the tests of the purge policy and of the environment variables

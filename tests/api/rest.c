@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/rest.c - the pages a GENERAL reset leaves resting (ctx/general.c,
  * page/segment.c): past the 1 MiB a reset keeps, the pages that served the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/rss.c - resident memory follows real use: touching 160 MiB of chunks
  * (small, large, huge) raises the process RSS by about that much; after

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/slab.c - the MK_SLAB kind: one chunk size fixed at creation.
  *   - opts are required: no opts, chunk_size 0, a chunk size above 1 MiB, a
@@ -201,7 +202,7 @@ static void test_default_alignment_like_mk_alloc(void)
 }
 
 /*
- * Issue 9, defects 1 and 2: a slab's alignment is its chunk alignment,
+ * A slab's alignment is its chunk alignment,
  * whatever the request.  mk_alloc_aligned(s, n, A) succeeds for every power
  * of two A up to that alignment (and the chunk is A-aligned) and fails with
  * EINVAL above it, up to 4 MiB, for small slots, slots of 128 KiB and 1 MiB

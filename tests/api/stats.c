@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api/stats.c - seeing memory: mk_ctx_stats figures right after known
  * allocations (alone and recursive; NULL arguments), mk_ctx_stats_print

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * api/stats_json.c - mk_ctx_stats_json (issue 7): a context tree written as
+ * api/stats_json.c - mk_ctx_stats_json: a context tree written as
  * one JSON object, read back with a strict parser (json.h) and compared,
  * context by context, with the API.
  *

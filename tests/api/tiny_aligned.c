@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * api/tiny_aligned.c - zero and tiny sizes at every alignment (issue 9,
- * defect 0: mk_alloc_aligned(ctx, 0, 128 KiB) gave a chunk with no memory
- * behind it, and a free from another thread, which writes a link word into
- * the chunk, crashed).
+ * api/tiny_aligned.c - zero and tiny sizes at every alignment (the case it
+ * guards: mk_alloc_aligned(ctx, 0, 128 KiB) must give a chunk with memory
+ * behind it, since a free from another thread writes a link word into the
+ * chunk).
  *
  * For every kind that allocates aligned chunks (GENERAL, GENERATION, BUMP,
  * and SLAB up to its own alignment), sizes 0, 1, 7 and 8, and every power of

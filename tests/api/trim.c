@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * api/trim.c - giving memory back on demand (issue 7): mk_trim,
+ * api/trim.c - giving memory back on demand: mk_trim,
  * mk_ctx_trim and MK_CTX_RELEASE_ON_RESET.
  *
  * The purge policy is off for the whole program (set first thing in

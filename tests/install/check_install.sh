@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check_install.sh BUILD_DIR SOURCE_DIR - install memkit into a scratch
 # prefix with `cmake --install`, then build and run, as a user would:
 #   - the README's example (the first ```c block of README.md, extracted,
@@ -6,12 +7,16 @@
 #     in examples/, in C, and tests/api/header.cc (every macro and inline
 #     function of memkit.h) in C++;
 #   - each with pkg-config (memkit.pc: a clean include path, and the
-#     -Wl,-rpath the README tells pkg-config users to add) and with CMake's
-#     find_package(memkit) (CMAKE_PREFIX_PATH, as the README says), against
-#     the shared, static and checking libraries;
+#     -Wl,-rpath the README tells pkg-config users to add; memkit-check.pc
+#     for the checking build, which mk_checking() must confirm) and with
+#     CMake's find_package(memkit) (CMAKE_PREFIX_PATH, as the README says),
+#     against the shared, static and checking libraries;
 #   - a program that must get memkit's malloc by linking libmemkit-malloc
 #     (pkg-config memkit-malloc; memkit::memkit-malloc and _static, and the
 #     old names memkit::malloc and memkit::malloc_static);
+#   - the manual pages memkit(3), memkit-malloc(3), memkit-run(1), and the
+#     documentation under share/doc/memkit (README, LICENSE, CHANGELOG,
+#     docs/);
 #   - the installed memkit-run, with the prefix moved.
 # Fails if any consumer does not build, does not run, or prints the wrong
 # thing.
@@ -65,10 +70,17 @@ if command -v pkg-config >/dev/null 2>&1; then
       -Wl,-rpath,"$libdir" -o "$tmp/pc_$n"
     run "pc_$n" "$tmp/pc_$n"
     [ "$n" = big_buffers ] && continue # it judges the release library's RSS
-    cc -std=c11 "$f" $(pkg-config --cflags memkit) -L"$libdir" -lmemkit-check \
+    cc -std=c11 "$f" $(pkg-config --cflags --libs memkit-check) \
       -Wl,-rpath,"$libdir" -o "$tmp/pc_check_$n"
     run "pc_check_$n" "$tmp/pc_check_$n"
   done
+  # memkit-check.pc links the checking build
+  printf '#include <memkit.h>\nint main(void) { return mk_checking() ? 0 : 1; }\n' \
+    >"$tmp/is_check.c"
+  cc "$tmp/is_check.c" $(pkg-config --cflags --libs memkit-check) \
+    -Wl,-rpath,"$libdir" -o "$tmp/pc_is_check"
+  "$tmp/pc_is_check" ||
+    { echo "FAIL memkit-check.pc: the program is not linked with the checking build"; exit 1; }
   if [ $have_cxx = 1 ]; then
     "$cxx" -std=c++17 -Wall -Wextra -Werror "$src/tests/api/header.cc" \
       $(pkg-config --cflags --libs memkit) -Wl,-rpath,"$libdir" -o "$tmp/pc_cxx"
@@ -77,7 +89,7 @@ if command -v pkg-config >/dev/null 2>&1; then
   cc "$src/tests/install/uses_malloc.c" $(pkg-config --cflags --libs memkit-malloc) \
     -Wl,-rpath,"$libdir" -o "$tmp/um_pc"
   "$tmp/um_pc"
-  echo "pkg-config consumers (README example, examples/, C++ header, memkit-malloc): ok"
+  echo "pkg-config consumers (README example, examples/, C++ header, memkit-check, memkit-malloc): ok"
   unset PKG_CONFIG_PATH
 else
   echo "pkg-config not installed: that half is skipped"
@@ -126,13 +138,20 @@ echo "find_package consumers (README example, examples/, C++ header; memkit, _st
 run="$tmp/prefix/bin/memkit-run"
 test -x "$run" || { echo "no bin/memkit-run installed"; exit 1; }
 # the manual pages, installed where man finds them, each naming its subject
-for page in man1/memkit-run.1 man3/memkit-malloc.3; do
+for page in man1/memkit-run.1 man3/memkit.3 man3/memkit-malloc.3; do
     f=$(find "$tmp/prefix" -path "*/man/$page" | head -n 1)
     test -n "$f" || { echo "no $page installed"; exit 1; }
-    grep -q '^\.TH MEMKIT-' "$f" || { echo "$page has no .TH line"; exit 1; }
+    grep -q '^\.TH MEMKIT' "$f" || { echo "$page has no .TH line"; exit 1; }
 done
 grep -q 'MEMKIT_PURGE_DELAY_MS' "$(find "$tmp/prefix" -name memkit-malloc.3)" ||
     { echo "memkit-malloc(3) does not list the environment"; exit 1; }
+grep -q 'mk_ctx_new' "$(find "$tmp/prefix" -name memkit.3)" ||
+    { echo "memkit(3) does not list the API"; exit 1; }
+# the documentation, as in the sources (the README's links to docs/ hold)
+for doc in README.md LICENSE CHANGELOG.md docs/DESIGN.md docs/OPTIONS.md; do
+    test -f "$tmp/prefix/share/doc/memkit/$doc" ||
+        { echo "no share/doc/memkit/$doc installed"; exit 1; }
+done
 cc -D_GNU_SOURCE -fno-builtin "$src/tests/run/subject.c" -o "$tmp/subject"
 mv "$tmp/prefix" "$tmp/moved"
 run="$tmp/moved/bin/memkit-run"

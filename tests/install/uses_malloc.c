@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * install/uses_malloc.c - a consumer linked with libmemkit-malloc (through
  * pkg-config memkit-malloc or CMake's memkit::memkit-malloc) gets memkit's malloc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/churn.c - thread churn through malloc: 10,000 short threads,
  * 4 alive at a time, each of which allocates, frees chunks that earlier

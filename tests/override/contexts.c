@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/contexts.c - malloc and memkit's contexts together (linked with
  * libmemkit-malloc): the drop-in allocates from the calling thread's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/cxx.cc - C++ operator new and delete on the drop-in, every form:
  * plain, array, nothrow, sized delete, aligned new and delete (alignas(64)

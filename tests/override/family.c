@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/family.c - the malloc family, linked with libmemkit-malloc (the
  * shared library, or the static one for override_family_static), so that

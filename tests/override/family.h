@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/family.h - the malloc family's contract, checked through the C
  * library's names only (no memkit header), so that the same checks run in

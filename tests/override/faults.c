@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/faults.c - a whole program on the malloc drop-in survives an
- * OS request that fails at any point (issue 8): it runs under
+ * OS request that fails at any point: it runs under
  * LD_PRELOAD=libmemkit-malloc-faults.so (the drop-in built with
  * MK_CONFIG_FAULTS: MEMKIT_FAIL_OS=N makes memkit's N-th OS request fail,
  * N+ every request from the N-th on; requests are reserve, commit,

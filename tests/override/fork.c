@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/fork.c - fork() from a multi-threaded program in the middle of
  * allocation.

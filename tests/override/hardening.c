@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * override/hardening.c - the release reports of issue 8 through the malloc
+ * override/hardening.c - the release build's reports through the malloc
  * drop-in: a plain C program (libc only, no memkit header) run under
  * LD_PRELOAD=libmemkit-malloc.so, as a user would run any program.
  *
@@ -21,7 +22,7 @@
  *                 freed memory (its free-list link was overwritten):
  *                 pointer P (context "thread")", and the forged address is
  *                 never returned by malloc.
- * Issue 13, every build: free(a), free(b), free(a) (a second on its
+ * Every build: free(a), free(b), free(a) (a second on its
  * list); a chunk freed by another thread, then by the owner or a third
  * thread (large and huge chunks too): "memkit: double free of P (context
  * thread)"; free() of an interior pointer (p + 16 of 48 bytes, p + 4096 of
@@ -158,7 +159,7 @@ static void case_link(const char *arg)
     }
 }
 
-/* ---- issue 13 ------------------------------------------------------------------ */
+/* ---- double frees anywhere, interior pointers ------------------------------------ */
 
 static const char INTERIOR[] = "memkit: %s(): invalid pointer %p (not the "
                                "start of a chunk, context \"thread\")";
@@ -482,7 +483,7 @@ static void test_foreign(void)
     RX_DIES("free-foreign", "mmap", DEFAULT);
 }
 
-/* Issue 13: double frees anywhere in a list, or after another thread's
+/* Double frees anywhere in a list, or after another thread's
  * free; interior pointers; realloc of a freed chunk. */
 static void test_double_free_anywhere(void)
 {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/heap_delete.c - a thread heap is deleted without memkit's heap
  * lock held (linked with libmemkit-malloc): deleting a context runs the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/late_cxx_host.c - a C program, run with
  * LD_PRELOAD=libmemkit-malloc.so, that loads a C++ plugin with dlopen

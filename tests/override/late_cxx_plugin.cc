@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // override/late_cxx_plugin.cc - the C++ plugin late_cxx_host.c loads with
 // dlopen: plugin_run(0) asks operator new for 2^60 bytes and returns 1 if
 // it caught std::bad_alloc; plugin_run(1) does the same with a new-handler

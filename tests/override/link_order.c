@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * link_order.c - the program of the link-order test (link_order.sh): it
  * uses the memkit API and malloc together, as a program linking both

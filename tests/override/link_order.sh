@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # link_order.sh CC BUILD_DIR SOURCE_DIR - a program that uses the memkit
 # API and malloc (link_order.c), built as a user would with both libraries
 # in each order, and with the checking library beside the drop-in.  Each

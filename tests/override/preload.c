@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/preload.c - a plain program, linked with the C library only and
  * knowing nothing of memkit, run with LD_PRELOAD=libmemkit-malloc.so.

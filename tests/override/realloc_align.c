@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/realloc_align.c - realloc keeps malloc's alignment rule (every
  * result of more than 8 bytes is 16-aligned, as on glibc) when it is given

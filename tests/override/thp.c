@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/thp.c - transparent huge pages under huge chunks (page/huge.c,
  * the thp option): the fresh mapping of a huge chunk that malloc hands out

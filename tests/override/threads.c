@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/threads.c - thread stress through malloc: 8 threads (argv[2]:
  * 2..64) allocate random sizes from 1 byte to 64 KiB (log-uniform, so

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/trim_rss.c - the purge modes really give resident memory back
- * through the drop-in (issue 7): a plain program (the C library only)
+ * through the drop-in: a plain program (the C library only)
  * run under LD_PRELOAD=libmemkit-malloc.so with MEMKIT_PURGE set by ctest,
  * one registration per mode.
  *

@@ -1,7 +1,8 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # override/valgrind_dropin.sh - the drop-in under Valgrind's Memcheck with
 # its own malloc in use (--soname-synonyms=somalloc=nouserintercepts: the
-# preloaded library's malloc is not replaced by Memcheck's), issue 13:
+# preloaded library's malloc is not replaced by Memcheck's):
 #  - the program runs and Memcheck reports no error;
 #  - Memcheck's leak check looks at memkit's chunks: memkit describes them
 #    as a mempool, which Memcheck searches only while some malloc block is

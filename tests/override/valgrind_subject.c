@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * override/valgrind_subject.c - a plain program for valgrind_dropin.sh: it
  * allocates, frees and keeps one block to the end, on the drop-in under

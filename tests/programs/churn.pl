@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # churn.pl - Perl's everyday allocation churn: sort, regular expressions with
 # captures, join/split, string growth, arrays of arrays; prints checksums.
 # Run by compare.sh on memkit and on the system allocator.

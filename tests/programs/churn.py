@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # churn.py - Python's allocation churn through malloc (run it with
 # PYTHONMALLOC=malloc): dicts, lists and strings built and dropped, then a
 # JSON round trip of a large nested structure; prints checksums (zlib.crc32,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # compare.sh - run one real program twice, on the system allocator and on
 # libmemkit-malloc (LD_PRELOAD), and require the same stdout, the same stderr
 # (unless --no-stderr) and the same exit status (--status, default 0).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cxx_churn.cc - a multi-threaded C++ program for the drop-in: 4 threads
 // churn std::vector, std::string, std::map and std::unordered_map, and hand
 // heap objects to the next thread, which frees them (cross-thread frees of

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # fixed_cost.sh - the fixed cost of the drop-in for one program that
 # allocates almost nothing: first compare.sh (same output, and proof from
 # the dynamic loader that the preload takes), then rss_cost (median paired difference of peak

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gen_lines.c - the input of the sort tests: N lines (argv[1]) from a fixed
  * generator (a 64-bit LCG), so every run and every machine gets the same

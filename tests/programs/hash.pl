@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # hash.pl - a Perl hash of N strings (default 1,000,000) built, read back
 # in a fixed order (Perl's hash order is randomized per process, so nothing
 # here depends on it), then freed; prints checksums.  Run by compare.sh on

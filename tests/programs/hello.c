@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hello.c - a program that allocates almost nothing (stdio's buffer, if
  * that): the fixed cost of the drop-in is measured on it (rss_cost.c) and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # preload_maps.sh - the preload takes: a program started with
 # LD_PRELOAD=<libmemkit-malloc> has the library mapped (it reads its own
 # /proc/self/maps), and the same program without it does not (so the check

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # profile_named.sh - the heap profile names a real program's own allocation
 # functions: memkit-run --profile runs PROGRAM (on memkit's drop-in for
 # profiling) and the innermost frame of the top stack at the peak must

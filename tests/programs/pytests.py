@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pytests.py - a slice of CPython's own regression suite (Debian's
 libpython3.11-testsuite), run in this one process for compare.sh: with
 PYTHONMALLOC=malloc, every object the tests make goes through malloc.

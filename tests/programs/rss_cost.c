@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rss_cost.c - the fixed cost of the drop-in in resident memory: the peak
  * RSS of a program that allocates almost nothing, run on the system

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # selftest.sh - compare.sh must be able to fail: each case runs it on a
 # command made to differ (or a preload made to fail) and checks its verdict
 # (exit status and message).  Otherwise a "same output" from the programs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # test_more.pl - load Test::More (a few dozen modules: a realistic start-up
 # of Perl's allocations) and run some of its checks; the TAP output is
 # compared on memkit and on the system allocator by compare.sh.

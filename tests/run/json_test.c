@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * json_test.c - memkit-run's JSON reader (tools/memkit-run/json.c) and the
  * view it feeds (view.c), on text written here: what memkit writes must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * run_test.c - memkit-run used as a user uses it: a command line, a
  * program (tests/run/subject.c) with a known memory profile, and checks on

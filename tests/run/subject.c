@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * subject.c - the programs memkit-run is tried on (tests/run/), one per
  * mode, each with a memory profile a test can predict:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress/pool_threads.c - a MK_POOL_THREADSAFE typed pool shared by 2..64
  * threads (argv[2] or MEMKIT_TEST_THREADS; default 2) with cross-thread

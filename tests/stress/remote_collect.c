@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * remote_collect.c - chunks freed by another thread come back to their
  * owner, for every kind and for large chunks: an owner that keeps

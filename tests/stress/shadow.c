@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress/shadow.c - a randomized run of mixed operations (1,000,000 by
  * default; argv[1] or MEMKIT_TEST_OPS for another count, argv[2] or

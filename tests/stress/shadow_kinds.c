@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress/shadow_kinds.c - the randomized shadow-model test for one context
  * kind: argv[1] names it (general, slab, generation, bump), argv[2] or

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * stress/soak.c - the soak test (issue 8), on demand: 8 threads of mixed
+ * stress/soak.c - the soak test, on demand: 8 threads of mixed
  * context and malloc work for a long time (argv[1] or MEMKIT_SOAK_SECONDS,
  * 600 by default), the process's resident memory sampled every second.
  * Not part of `make test`: `make soak [SOAK_SECONDS=N]`, or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress/threads.c - cross-thread frees.  2..4 threads (default 4), each
  * owning a GENERAL context, allocate chunks (mostly small, some large, a

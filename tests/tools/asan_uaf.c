@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tools/asan_uaf.c - a program with one memory error inside memkit chunks,
  * for the tools that must see it: AddressSanitizer (the ASan build) and

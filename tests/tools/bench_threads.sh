@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # bench_threads.sh - memkit-bench's --threads option: W6 runs at the counts
 # given and at no other (2 and 6 threads; the default list is 1, 2, 4);
 # the claims about 1, 2 and 4 threads judge only the cells they are about

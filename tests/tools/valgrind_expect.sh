@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tools/valgrind_expect.sh - run a program under Valgrind's Memcheck and
 # judge Memcheck's verdict (used by tests/CMakeLists.txt).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * unit/lockstat.c - the lock statistics of a -DMEMKIT_LOCK_STATS=ON build
  * (os/lockstat.c), compiled here into the test with MKI_LOCK_STATS on (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * unit/meta.c - memkit's bookkeeping store (page/meta.c): mki_meta_alloc
  * returns zeroed, 16-byte aligned, distinct blocks for sizes 1..1024 and

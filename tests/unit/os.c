@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * unit/os.c - the OS layer (os/os.h, os/os_posix.c): mki_os_reserve gives
  * aligned, writable, zeroed address space and counts it as reserved;

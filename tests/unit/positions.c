@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * unit/positions.c - the position test of small pages (page/page.h,
  * mki_page_pos_*): "is this address the start of a chunk the page has

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * unit/prefetch.c - which frees prefetch the chunk four on (ctx.h,
  * mki_prefetch_frees): a thread's flag follows the context that last took

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * unit/refill.c - the run of never-used chunks that GENERAL's refill hands
  * out (ctx/general.c, extend_run; malloc's path and profiled contexts take

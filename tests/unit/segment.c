@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * unit/segment.c - segments and their pages (page/segment.c, page/page.h):
  * mki_segment_page_alloc gives a run of units naturally aligned (2^k units

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * unit/sizeclass.c - the size-class table and lookup (page/sizeclass.[ch]):
  * mki_class_of(n) is the smallest class >= n for every n in 1..32768 (and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wrong/checks.c - every check of the checking build (libmemkit-check), for
  * every kind where it applies.  Death tests: the parent makes the contexts,

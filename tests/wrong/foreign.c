@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wrong/foreign.c - the checking build (libmemkit-check) catches pointers
  * memkit never returned.  Death tests (each in a child process): mk_free of

@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wrong/freed_writes.c - the checking build (libmemkit-check) reports a
- * write to every byte of a freed chunk as a write to freed memory (issue
- * 8), for each kind that keeps free lists: GENERAL (classes of 8, 24, 48,
+ * write to every byte of a freed chunk as a write to freed memory, for
+ * each kind that keeps free lists: GENERAL (classes of 8, 24, 48,
  * 100, 256 and 1000 bytes), SLAB (48 bytes, and 96 aligned to 32) and
  * pools (plain and thread-safe).
  *

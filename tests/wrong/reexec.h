@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wrong/reexec.h - death tests that need a fresh process: run this test
  * program again (execve of /proc/self/exe) for one case, with variables of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * registry_oom.c - the checking build records every segment it takes in a
  * registry, made with the first segment.  If the OS refuses the registry (or

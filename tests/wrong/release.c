@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wrong/release.c - misuse that the release library (libmemkit, not the
  * checking build) reports, in its default mode and in secure mode
- * (MEMKIT_SECURE=1), each report checked to the exact line (issue 8):
+ * (MEMKIT_SECURE=1), each report checked to the exact line:
  *
  *   every build   a double free of a small chunk at the head of its page's
  *                 free list: "memkit: mk_free(): double free of P
@@ -31,7 +32,7 @@
  *                 front): "memkit: write to freed memory at P (its
  *                 free-list link was overwritten, context "NAME")", before the
  *                 forged address could be handed out.
- * Issue 13, every build: a double free anywhere in a free list (free(a),
+ * Every build: a double free anywhere in a free list (free(a),
  * free(b), free(a) in one page) and one whose first free another thread
  * made (the chunk waits on a remote list), for GENERAL classes, the large
  * and huge chunks, SLAB chunks, pool objects (mk_free, mk_pool_free,
@@ -75,7 +76,7 @@ static void *(*volatile launder)(void *) = launder_impl;
 static const char *const SECURE[] = {"MEMKIT_SECURE=1", NULL};
 static const char *const SECURE2[] = {"MEMKIT_SECURE=2", NULL};
 static const char *const DEFAULT[] = {NULL};
-/* the three modes every issue-13 case runs in */
+/* the three modes every double-free and interior-pointer case runs in */
 static const char *const *const MODES[] = {DEFAULT, SECURE, SECURE2};
 #define NMODES (sizeof MODES / sizeof MODES[0])
 
@@ -332,7 +333,7 @@ static void case_link(const char *arg)
 #undef FREE
 }
 
-/* ---- issue 13: double frees anywhere, interior pointers -------------------- */
+/* ---- double frees anywhere, interior pointers ------------------------------ */
 
 static const char INTERIOR[] = "memkit: %s(): invalid pointer %p (not the "
                                "start of a chunk, context \"%s\")";
@@ -1015,7 +1016,7 @@ static void test_overwritten_link_secure(void)
         RX_DIES("link", args[i], SECURE);
 }
 
-/* Issue 13: a chunk freed twice wherever it is in its free list, for
+/* A chunk freed twice wherever it is in its free list, for
  * every small class and kind, in both modes. */
 static void test_double_free_anywhere(void)
 {
@@ -1031,7 +1032,7 @@ static void test_double_free_anywhere(void)
             RX_DIES("abab", args[i], MODES[m]);
 }
 
-/* Issue 13: the first free was another thread's. */
+/* The first free was another thread's. */
 static void test_double_free_remote(void)
 {
     static const char *const args[] = {
@@ -1045,7 +1046,7 @@ static void test_double_free_remote(void)
             RX_DIES("remote", args[i], MODES[m]);
 }
 
-/* Issue 13: addresses that are not the start of a live chunk. */
+/* Addresses that are not the start of a live chunk. */
 static void test_not_a_chunk(void)
 {
     static const char *const interior[] = {

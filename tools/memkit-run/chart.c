@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * chart.c - resident memory over time as a small chart in the terminal.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * flame.c - a flame graph of a heap profile, as an SVG written here (no
  * external script): one box per frame, its width the bytes of the stacks

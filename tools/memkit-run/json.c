@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * json.c - a small JSON reader for memkit's statistics: objects, arrays,
  * strings and integers, nothing else.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * launch.c - start the program, stay out of its way, and learn how it
  * ended.

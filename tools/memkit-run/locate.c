@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * locate.c - which libmemkit-malloc.so memkit-run preloads, the
  * environment the program runs with, and the helper programs found on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c - memkit-run: run a program on memkit (or the system allocator)
  * and show how its resident memory went.

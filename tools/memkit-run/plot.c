@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * plot.c - the samples as files: CSV for any tool, SVG for people.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * profile.c - memkit-run --profile: read the heap profile a run left
  * (PREFIX.PID.peak.folded / .exit.folded, and the mappings from the .heap

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * run.h - memkit-run's internal interface: the sample series and one
  * section per file, in the order the tool uses them.

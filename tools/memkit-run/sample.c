@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sample.c - the program's process tree and its resident memory, read
  * from /proc.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * symbols.c - return addresses of a profiled process, in words:
  * "function (file:line)" where addr2line (binutils) is installed and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * view.c - memkit's own view of the run: the figures its exit handler
  * wrote (MEMKIT_STATS=json into MEMKIT_STATS_FILE), in a few lines.

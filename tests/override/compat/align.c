@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/align.c - every result of the malloc family for more than 8 bytes
- * is 16-aligned, as on glibc (issue 13; C23 7.24.3 asks for the alignment
+ * is 16-aligned, as on glibc (C23 7.24.3 asks for the alignment
  * of any object that fits the request).
  *
  *  - malloc, calloc, realloc (growing and shrinking), memalign and

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/atfork.c - fork handlers may allocate, whatever the order they
- * were registered in (issue 13).
+ * were registered in.
  *
  * glibc locks its malloc inside fork() itself, after the prepare handlers
  * and before the parent and child ones, so any handler may call malloc.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/atfork_early.c - a library whose constructor registers fork
  * handlers before the program's first malloc (as libraries do), for

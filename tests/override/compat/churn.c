@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/churn.c - short-lived threads that leave memory behind do not make
- * the process grow (issue 13).
+ * the process grow.
  *
  * 10,000 threads, 4 alive at a time; each mallocs 200 blocks of 16 B to
  * 4 KiB (a fixed seed per thread), frees every other one and exits,

@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat.h - what the glibc-compatibility tests of the drop-in share
- * (tests/override/compat/, issue 13: "the drop-in runs every correct
- * program as glibc does").
+ * (tests/override/compat/: the drop-in runs every correct program as
+ * glibc does).
  *
  * Each test is one plain C program, run three ways (CMakeLists.txt): under
  * LD_PRELOAD=libmemkit-malloc.so, linked with libmemkit-malloc, and with

@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/mallopt.c - mallopt and malloc_info answer as glibc 2.36 does
- * (issue 13): programs read mallopt's 0 as failure, and memkit refused
- * every parameter.
+ * (programs read mallopt's 0 as failure, so refusing every parameter
+ * is not an option).
  *
  * glibc's mallopt returns 1 for every parameter and value, its own or not
  * (M_MMAP_THRESHOLD, M_ARENA_MAX, 12345...), except M_MXFAST above its

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/names.c - glibc's other names for its allocator are the drop-in's
- * too (issue 13): no block ever crosses from one allocator to the other.
+ * too: no block ever crosses from one allocator to the other.
  *
  * glibc exports __libc_malloc, __libc_calloc, __libc_realloc, __libc_free,
  * __libc_memalign, __libc_valloc, __libc_pvalloc, __libc_mallopt and

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/purge_thread.c - memkit does not leave a program multi-threaded
- * once it is idle (issue 13).
+ * once it is idle.
  *
  * Past 16 MiB memkit starts a background thread that gives free memory
  * back to the OS.  It used to stay for good, and calls that need a

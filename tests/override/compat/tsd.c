@@ -1,6 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * compat/tsd.c - a malloc in a thread's last destructors leaks nothing
- * (issue 13).
+ * compat/tsd.c - a malloc in a thread's last destructors leaks nothing.
  *
  * glibc runs pthread key destructors (C11 tss_t is a pthread key) in up to
  * four rounds, in key order; memkit releases a thread's heap from a key
