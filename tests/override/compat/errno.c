@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/errno.c - a call of the malloc family that succeeds leaves errno
  * as it found it, as glibc's does, whatever system calls failed on the

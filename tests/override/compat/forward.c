@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/forward.c - a preloaded malloc wrapper of the commonest kind (a
  * leak tracer, glibc's own libc_malloc_debug.so): it defines the malloc

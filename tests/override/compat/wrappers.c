@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * compat/wrappers.c - a malloc wrapper preloaded before the allocator that
  * forwards to its __libc_* names (compat/forward.c, as glibc's
