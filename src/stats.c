@@ -42,7 +42,7 @@ static void print_line(FILE *out, int depth, const mk_ctx *c,
 
 void mk_ctx_stats_print(const mk_ctx *ctx, FILE *out)
 {
-    if (!ctx || !out)
+    if (!ctx || !out || mki_ctx_dead(ctx, "mk_ctx_stats_print"))
         return;
     mk_stats total = {0};
     int depth = 0;
@@ -99,7 +99,7 @@ static void json_figures(FILE *out, const mk_stats *s)
 
 int mk_ctx_stats_json(const mk_ctx *ctx, FILE *out)
 {
-    if (!ctx || !out) {
+    if (!ctx || !out || mki_ctx_dead(ctx, "mk_ctx_stats_json")) {
         errno = EINVAL;
         return -1;
     }

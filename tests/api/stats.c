@@ -6,6 +6,7 @@
  * mk_trim (gives back what deleted contexts left empty).
  */
 #include "harness.h"
+#include "option.h"
 
 #include <memkit.h>
 
@@ -340,7 +341,7 @@ static void test_process_stats(void)
 
 static void test_trim(void)
 {
-    long old = mk_option_get("purge_delay_ms");
+    long old = th_option("purge_delay_ms");
     CHECK_EQ(mk_option_set("purge_delay_ms", -1), 0); /* keep empty ones */
     mk_process_figures a, b, c;
     mk_trim();
