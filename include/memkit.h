@@ -509,16 +509,19 @@ typedef struct mk_stats {
     size_t bytes_resting;  /**< of bytes_free, those of the pages a reset
                                 left resting (MK_GENERAL: mk_ctx_reset),
                                 which the purge may have decommitted */
-    size_t bytes_committed; /**< of bytes_reserved, those chunks have
+    size_t bytes_resident; /**< of bytes_reserved, those chunks have
                                 reached: each page or block up to the end
                                 of the last chunk it handed out, in whole
                                 OS pages (large and huge chunks: their
                                 size, rounded up; resting pages: their
-                                size).  The memory that may be resident;
-                                the rest of bytes_reserved is address
-                                space that costs nothing until used, so
-                                bytes_committed - bytes_used is the free
-                                memory that costs memory */
+                                size; the checking build's small pages:
+                                their size, which it fills).  An estimate
+                                of the memory that is resident for the
+                                context: the rest of bytes_reserved is
+                                address space that costs nothing until a
+                                chunk reaches it, so bytes_resident -
+                                bytes_used is the free memory that costs
+                                memory (mk_ctx_stats_print's "free") */
 } mk_stats;
 
 /**

@@ -377,6 +377,16 @@ MKI_INLINE void mki_ctx_leave(mk_ctx *c, int how)
         atomic_store_explicit(&k->inside, 0, memory_order_release);
 }
 
+/* mk_stats.bytes_resident of a page or block of @size bytes whose first
+ * @n bytes chunks have reached: whole OS pages, at most @size.  A small
+ * page of the checking build is filled whole when it is made (a fill
+ * that tells writes to freed memory): all of it, there (@filled). */
+MKI_INLINE size_t mki_ctx_reached(size_t n, size_t size, int filled)
+{
+    size_t r = (n + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
+    return filled || r > size ? size : r;
+}
+
 /* ---- ctx/tree_stats.c: the figures of contexts ------------------------------ */
 /* mk_ctx_stats, except that with @owned_only the chunks other threads freed
  * are taken in only for the contexts the calling thread owns (typed pools:

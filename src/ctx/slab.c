@@ -396,6 +396,8 @@ static void add_stats(mki_page *pg, void *arg)
     out->bytes_reserved += pg->size;
     out->chunks += pg->used;
     out->bytes_used += (size_t)pg->used * slab_usable_size(pg, NULL);
+    out->bytes_resident += mki_ctx_reached((size_t)(pg->extend - pg->start),
+                                            pg->size, MK_CONFIG_CHECK && pg->live);
 }
 
 static void slab_stats(const mk_ctx *ctx, mk_stats *out)

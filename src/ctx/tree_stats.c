@@ -21,6 +21,7 @@ void mki_ctx_stats_add(mk_stats *to, const mk_stats *from)
     to->bytes_used += from->bytes_used;
     to->chunks += from->chunks;
     to->bytes_resting += from->bytes_resting;
+    to->bytes_resident += from->bytes_resident;
 }
 
 /* The figures of one context.  With @collect, the chunks other threads
