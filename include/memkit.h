@@ -43,12 +43,14 @@
  *  - a context used after mk_ctx_delete (its handle is stale), as long as
  *    no new context has taken its record (see mk_ctx_delete);
  *  - in MEMKIT_SECURE modes, a write past a chunk found at free.
- * The checking build also reports writes past the requested size, writes
- * to freed memory, frees into the wrong pool, frees of BUMP chunks, leaks
- * at delete (MK_CTX_REPORT_LEAKS, pools) and two threads in one context.
- * What never aborts: mk_owns() answers whether a pointer is a live chunk
- * of memkit's, for any pointer; the statistics, options and NULL contexts
- * (below) answer too.
+ * The checking build also reports, and aborts on, writes past the
+ * requested size, writes to freed memory, frees into the wrong pool, frees
+ * and reallocs of BUMP chunks, two threads in one context, and chunks left
+ * at the delete of a MK_CTX_REPORT_LEAKS context or a pool (which the
+ * release build reports without aborting).  What never aborts: mk_owns()
+ * answers whether a pointer is a live chunk of memkit's, for any pointer;
+ * mk_option_get and mk_option_set answer -1 for what they refuse; every
+ * call given a NULL context answers as below.
  *
  * NULL contexts: a NULL context is no context, with one rule for every
  * function that takes one.  A call that would put something in it fails:
