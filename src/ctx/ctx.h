@@ -69,7 +69,7 @@ typedef struct mki_ctx_check {
 
 struct mk_ctx {
     uint8_t kind;         /* mk_kind */
-    uint8_t fast_kind;    /* kind, or MKI_KIND_SLOW */
+    uint8_t fast_kind;    /* kind, or MKI_KIND_SLOW, _SECURE, _PROF, _DEAD */
     uint16_t flags;       /* MK_CTX_* */
     _Atomic uintptr_t owner_tid; /* owning thread (any thread reads it when
                                     it frees: relaxed atomic) */

@@ -15,15 +15,17 @@
  * reports; the name copied in, since the program's string may be gone) and
  * goes on a FIFO of its kind, from which a new context of that kind takes
  * the oldest record only while more than MEMKIT_CTX_QUARANTINE wait.  The
- * checking build keeps 65,536 of each kind (a GENERAL record is 400 bytes:
- * up to 25 MiB of bookkeeping for a program that deletes that many), so a
- * use of a deleted context is reported until 65,536 later contexts of its
- * kind were deleted; the release build keeps none by default, yet a record
- * stays poisoned until the next mk_ctx_new of its kind, and FIFO reuse
- * lets it wait as long as possible: a double delete or an allocation into
- * a deleted context is reported there too unless a new context took the
- * record meanwhile (then the stale handle *is* the new context, and no
- * cheap check can tell).  The cost: records never go back to the general
+ * checking build keeps 65,536 of each kind (its records are 184 to 376
+ * bytes: at most 24 MiB of bookkeeping per kind, for a program that
+ * deletes that many), so a use of a deleted context is reported until
+ * 65,536 later contexts of its kind were deleted; a quarantine without a
+ * bound would grow with every context a long run deletes, and a bound is
+ * what every quarantine (AddressSanitizer's too) trades for it.  The
+ * release build keeps none by default, yet a record stays poisoned until
+ * the next mk_ctx_new of its kind, and FIFO reuse lets it wait as long as
+ * possible: a double delete or an allocation into a deleted context is
+ * reported there too unless a new context took the record meanwhile (then
+ * the stale handle *is* the new context, and no cheap check can tell).  The cost: records never go back to the general
  * bookkeeping (page/meta.c), which never gave them back to the OS either;
  * nothing on any fast path.
  *
