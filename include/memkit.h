@@ -22,16 +22,36 @@
  *  - A chunk may be freed (mk_free) by any thread.  A free from a thread that
  *    does not own the chunk's context is queued on an atomic list that the
  *    owner collects; it never blocks the owner.
+ *  - The checking build (libmemkit-check) reports a second thread that
+ *    enters a context while another is inside it, "memkit: mk_alloc():
+ *    context "NAME" used by thread A while thread B is inside it (...)"
+ *    (kernel thread ids), and an mk_ctx_switch() to a context another
+ *    thread owns.  The release build does not look: such a race corrupts
+ *    the context.
  *
- * Errors: functions return NULL (or -1) and leave everything usable.
- * Misuse memkit detects is reported as one line on stderr, then the process
- * aborts, in every build, the release library included: a double free, or
- * the free or realloc of what is not the start of a live chunk (mk_free);
- * the checking build (libmemkit-check) detects more (writes past the
- * requested size or to freed memory, the wrong pool, leaks at delete).  A
- * handler set with mk_set_error_handler replaces the print and the abort;
- * mk_silence_errors drops reports.  Leaks reported at delete abort only in
- * the checking build.
+ * Errors: a call that cannot do what it is asked returns NULL (or -1, or
+ * 0) with errno set, and leaves everything usable: out of memory, a bad
+ * argument (EINVAL; with MEMKIT_VERBOSE=1 memkit also prints why on
+ * stderr, e.g. "memkit: mk_ctx_new(): fails with EINVAL: MK_SLAB needs
+ * mk_ctx_opts.chunk_size ...").  A *misuse* that memkit detects is
+ * different: it is reported as one line and the program aborts, in every
+ * build, the release library included, through a replaceable handler
+ * (mk_set_error_handler; with a handler that returns, the faulty call is
+ * abandoned and returns as on failure):
+ *  - a pointer that is not the start of a live chunk, handed to mk_free,
+ *    mk_realloc, mk_usable_size, mk_ctx_of or mk_pool_free (a double free,
+ *    an interior pointer, a pointer memkit never returned);
+ *  - a context used after mk_ctx_delete (its handle is stale), as long as
+ *    no new context has taken its record (see mk_ctx_delete);
+ *  - in MEMKIT_SECURE modes, a write past a chunk found at free.
+ * The checking build also reports, and aborts on, writes past the
+ * requested size, writes to freed memory, frees into the wrong pool, frees
+ * and reallocs of BUMP chunks, two threads in one context, and chunks left
+ * at the delete of a MK_CTX_REPORT_LEAKS context or a pool (which the
+ * release build reports without aborting).  What never aborts: mk_owns()
+ * answers whether a pointer is a live chunk of memkit's, for any pointer;
+ * mk_option_get and mk_option_set answer -1 for what they refuse; every
+ * call given a NULL context answers as below.
  *
  * NULL contexts: a NULL context is no context, with one rule for every
  * function that takes one.  A call that would put something in it fails:
@@ -102,6 +122,14 @@ extern "C" {
 #define MK_MALLOC_LIKE
 #define MK_MUST_USE
 #endif
+/* MK_UNUSED_: a function MK_POOL_DECLARE generates, which a program may
+ * leave unused without a warning (GNU C and clang warn about an unused
+ * static inline function defined in the file being compiled). */
+#if defined(__GNUC__) || defined(__clang__)
+#define MK_UNUSED_ __attribute__((unused))
+#else
+#define MK_UNUSED_
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* Contexts                                                                  */
@@ -125,7 +153,11 @@ typedef enum mk_kind {
  * "memkit: mk_ctx_delete(): context "NAME": N chunks (B bytes) leaked"
  * (mk_ctx_reset() when a reset deletes it; stderr or the error handler;
  * the checking build then aborts as for any detected error).
- * Ignored for MK_BUMP, whose chunks are never freed one by one.
+ * Ignored for MK_BUMP, whose chunks are never freed one by one.  In the
+ * checking build a context with this flag that is never deleted is
+ * reported at exit, on stderr: "memkit: at exit: context "NAME" (general)
+ * never deleted: N chunks (B bytes)" (MEMKIT_REPORT_CONTEXTS: off,
+ * flagged, the default, or all for every context; docs/OPTIONS.md).
  */
 #define MK_CTX_REPORT_LEAKS 0x1u
 /**
@@ -176,8 +208,12 @@ typedef struct mk_ctx_opts {
  * @param kind    one of the mk_kind values.
  * @param opts    kind-specific settings, or NULL for the defaults.
  * @return the context, owned by the calling thread; NULL if memory is
- *         exhausted, the kind is unknown or not yet supported, or opts are
- *         invalid (errno is then ENOMEM or EINVAL).
+ *         exhausted (errno ENOMEM), or with errno EINVAL if @p kind is not
+ *         an mk_kind, @p parent is a deleted context (reported), or @p opts
+ *         are invalid for the kind: MK_SLAB needs opts with a chunk_size
+ *         (1 byte to 1 MiB; NULL opts or 0 are refused) and a chunk_align
+ *         that is 0 or a power of two up to 64 KiB; a block_size outside
+ *         the kind's range.  MEMKIT_VERBOSE=1 prints which, as one line.
  */
 MK_API mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
                           const mk_ctx_opts *opts);
@@ -203,6 +239,16 @@ MK_API void mk_ctx_reset(mk_ctx *ctx);
  * Delete @p ctx: its descendants first (depth first), then its callbacks
  * (newest first), then every page it holds.  @p ctx must not be used again.
  * A NULL @p ctx is ignored.
+ *
+ * Stale handles: a deleted context's record is kept poisoned, so that a
+ * later use of the handle (mk_alloc, a second mk_ctx_delete, mk_ctx_reset,
+ * mk_ctx_switch, any call that takes the context) is reported, "memkit:
+ * mk_alloc(): use of deleted context P (context "NAME")", and not carried
+ * out.  Records are reused by new contexts of the same kind, the oldest
+ * first, once more than MEMKIT_CTX_QUARANTINE of them wait (checking
+ * build: 65536; release build: 0, so a record waits only until the next
+ * mk_ctx_new of its kind): after that the old handle is the new context,
+ * and no build can tell.
  */
 MK_API void mk_ctx_delete(mk_ctx *ctx);
 
@@ -318,7 +364,12 @@ MK_API mk_ctx *mk_ctx_current(void);
  * thread of its own, across the switch back breaks that contract.  Another
  * thread may delete the context once it is done with it and has taken it
  * over with mk_ctx_set_owner (the threads that used it must have switched
- * away or exited).
+ * away or exited).  A switch to a deleted context is reported in every
+ * build ("memkit: mk_ctx_switch(): use of deleted context P ..."), and the
+ * checking build reports a switch to a context another thread owns
+ * ("memkit: mk_ctx_switch(): context "NAME" is owned by another thread,
+ * not by thread T ..."); with a handler that returns, nothing is switched
+ * (the current context is returned).
  * @return the previous current context (to switch back to).
  */
 MK_API mk_ctx *mk_ctx_switch(mk_ctx *ctx);
@@ -419,7 +470,8 @@ MK_API void mk_free(void *p);
 
 /**
  * The number of bytes usable in chunk @p p (>= the size requested), or 0 for
- * NULL and for kinds that do not keep sizes (MK_BUMP).  In instrumented
+ * NULL and for kinds that do not keep sizes (MK_BUMP).  For a pointer that
+ * may not be memkit's, ask mk_owns() first.  In instrumented
  * builds (checking, ASan, under Valgrind) it is exactly the size requested,
  * for every kind: the bytes past it are checked.  With MEMKIT_SECURE=1 it
  * stops 8 bytes before the end of a small or large chunk's slot (a guard
@@ -431,8 +483,25 @@ MK_API size_t mk_usable_size(const void *p);
 
 /** The context that owns chunk @p p, found in O(1); NULL for NULL (and,
  * reported as mk_free reports it, for what is not a live chunk; inside an
- * MK_BUMP block, which keeps no chunk boundaries, any address passes). */
+ * MK_BUMP block, which keeps no chunk boundaries, any address passes).
+ * For a pointer that may not be memkit's, ask mk_owns() first. */
 MK_API mk_ctx *mk_ctx_of(const void *p);
+
+/**
+ * Is @p p the start of a live chunk that memkit handed out (any context,
+ * any kind, malloc's included)?  1 or 0, never a report: the question to
+ * ask before mk_ctx_of() or mk_usable_size() about a pointer that may come
+ * from elsewhere (the stack, a global, another allocator).  It reads only
+ * memkit's own maps and, for an address inside memkit's pages, the chunk's
+ * own words: never memory that is not memkit's.  0 for NULL, for an
+ * address inside a chunk, for a freed chunk and for memory memkit holds
+ * free.  MK_BUMP keeps no chunk boundaries: every address inside a bump
+ * block answers 1 (as mk_ctx_of accepts it).  Thread rule: any thread;
+ * about a chunk another thread allocates or frees at that moment, or an
+ * address in memory memkit gives back to the OS at that moment, the
+ * answer may be either.
+ */
+MK_API int mk_owns(const void *p);
 
 /* ------------------------------------------------------------------------ */
 /* Statistics                                                                */
@@ -452,6 +521,19 @@ typedef struct mk_stats {
     size_t bytes_resting;  /**< of bytes_free, those of the pages a reset
                                 left resting (MK_GENERAL: mk_ctx_reset),
                                 which the purge may have decommitted */
+    size_t bytes_resident; /**< of bytes_reserved, those chunks have
+                                reached: each page or block up to the end
+                                of the last chunk it handed out, in whole
+                                OS pages (large and huge chunks: their
+                                size, rounded up; resting pages: their
+                                size; the checking build's small pages:
+                                their size, which it fills).  An estimate
+                                of the memory that is resident for the
+                                context: the rest of bytes_reserved is
+                                address space that costs nothing until a
+                                chunk reaches it, so bytes_resident -
+                                bytes_used is the free memory that costs
+                                memory (mk_ctx_stats_print's "free") */
 } mk_stats;
 
 /**
@@ -700,6 +782,7 @@ static inline void mk_pool_put(mk_pool *pool, void *obj)
  * NAME_free(pool, T *), NAME_pool_delete(pool) and NAME_stats(pool,
  * mk_stats *) (as mk_pool_stats).
  * The compiler then refuses to free a T into a pool of another type.
+ * Functions the program does not call cost nothing and draw no warning.
  *
  *     typedef struct { double x, y, z; } vec3;
  *     MK_POOL_DECLARE(vec3, vec3)
@@ -710,34 +793,35 @@ static inline void mk_pool_put(mk_pool *pool, void *obj)
  */
 #define MK_POOL_DECLARE(T, NAME)                                              \
     typedef struct NAME##_pool NAME##_pool;                                   \
-    static inline NAME##_pool *NAME##_pool_new(const char *label,             \
-                                               unsigned flags)                \
+    MK_UNUSED_ static inline NAME##_pool *NAME##_pool_new(const char *label,  \
+                                                          unsigned flags)     \
     {                                                                         \
         return MK_REINTERPRET_CAST_(                                          \
             NAME##_pool *,                                                    \
             mk_pool_new(label, sizeof(T), MK_ALIGNOF_(T), flags));            \
     }                                                                         \
-    static inline NAME##_pool *NAME##_pool_new_in(                            \
+    MK_UNUSED_ static inline NAME##_pool *NAME##_pool_new_in(                 \
         mk_ctx *parent, const char *label, unsigned flags)                    \
     {                                                                         \
         return MK_REINTERPRET_CAST_(                                          \
             NAME##_pool *, mk_pool_new_in(parent, label, sizeof(T),           \
                                           MK_ALIGNOF_(T), flags));            \
     }                                                                         \
-    static inline T *NAME##_alloc(NAME##_pool *pool)                          \
+    MK_UNUSED_ static inline T *NAME##_alloc(NAME##_pool *pool)               \
     {                                                                         \
         return MK_STATIC_CAST_(                                               \
             T *, mk_pool_get(MK_REINTERPRET_CAST_(mk_pool *, pool)));         \
     }                                                                         \
-    static inline void NAME##_free(NAME##_pool *pool, T *obj)                 \
+    MK_UNUSED_ static inline void NAME##_free(NAME##_pool *pool, T *obj)      \
     {                                                                         \
         mk_pool_put(MK_REINTERPRET_CAST_(mk_pool *, pool), obj);              \
     }                                                                         \
-    static inline void NAME##_pool_delete(NAME##_pool *pool)                  \
+    MK_UNUSED_ static inline void NAME##_pool_delete(NAME##_pool *pool)       \
     {                                                                         \
         mk_pool_delete(MK_REINTERPRET_CAST_(mk_pool *, pool));                \
     }                                                                         \
-    static inline int NAME##_stats(const NAME##_pool *pool, mk_stats *out)    \
+    MK_UNUSED_ static inline int                                              \
+        NAME##_stats(const NAME##_pool *pool, mk_stats *out)                  \
     {                                                                         \
         return mk_pool_stats(MK_REINTERPRET_CAST_(const mk_pool *, pool),     \
                              out);                                            \
@@ -773,11 +857,20 @@ MK_API size_t mk_ctx_trim(mk_ctx *ctx);
 /* ------------------------------------------------------------------------ */
 
 /**
- * Read option @p name (e.g. "purge_delay_ms").  Every option has a
- * MEMKIT_<NAME> environment variable read at start-up; see docs/OPTIONS.md.
- * @return the value, or -1 (errno EINVAL) for an unknown name.
+ * Read option @p name (e.g. "purge_delay_ms") into *@p value.  Every
+ * option has a MEMKIT_<NAME> environment variable read at start-up; see
+ * docs/OPTIONS.md.  Options that take words give their number
+ * (purge "dontneed" is 1).  Thread-safe.
+ *
+ *     long delay;
+ *     if (mk_option_get("purge_delay_ms", &delay) == 0) ...
+ *
+ * @return 0, or -1 with errno EINVAL for an unknown or NULL name or a NULL
+ *         @p value (*@p value is then untouched).  The value itself may be
+ *         any number in the option's range, -1 included (purge_delay_ms's
+ *         "never"): the return value alone says whether it was read.
  */
-MK_API long mk_option_get(const char *name);
+MK_API int mk_option_get(const char *name, long *value);
 
 /**
  * Set option @p name to @p value at run time.  Thread-safe.

@@ -46,9 +46,10 @@ static int spawn_in_own_ctx(pthread_t *t, const pthread_attr_t *attr,
                             void *(*fn)(void *))
 {
     static mk_ctx *own;
-    if (!own)
-        own = mk_ctx_new(NULL, "memkit", MK_GENERAL, NULL);
-    else if (mki_ctx_owner(own) != mki_tid())
+    if (!own) {
+        if ((own = mk_ctx_new(NULL, "memkit", MK_GENERAL, NULL)))
+            own->flags |= MKI_CTX_OWN;
+    } else if (mki_ctx_owner(own) != mki_tid())
         mk_ctx_set_owner(own); /* a forked child, started from another
                                   thread than the parent's first start */
     mk_ctx *prev = own ? mk_ctx_switch(own) : NULL;
@@ -85,8 +86,8 @@ const struct mki_ctx_up mki_ctx_up = {
 
 /* ---- fork ---------------------------------------------------------------------------
  * The forking thread takes every global lock of the library, in one order
- * (pools alone first, then the heap list, the purge policy, huge chunks,
- * segments, bookkeeping), and both processes release them after, so the
+ * (pools alone first, then the heap list, the profile, the purge policy,
+ * context records, huge chunks, segments, bookkeeping), and both processes release them after, so the
  * child never inherits a lock held by a thread it does not have. */
 
 static void fork_prepare(void)
@@ -95,6 +96,7 @@ static void fork_prepare(void)
     mki_heap_fork(0);
     mki_prof_fork(0);
     mki_purge_fork(0);
+    mki_ctx_fork(0);
     mki_huge_fork(0);
     mki_segment_fork(0);
     mki_meta_fork(0);
@@ -107,6 +109,7 @@ static void fork_parent(void)
     mki_meta_fork(1);
     mki_segment_fork(1);
     mki_huge_fork(1);
+    mki_ctx_fork(1);
     mki_purge_fork(1);
     mki_prof_fork(1);
     mki_heap_fork(1);
@@ -119,6 +122,7 @@ static void fork_child(void)
     mki_meta_fork(2);
     mki_segment_fork(2);
     mki_huge_fork(2);
+    mki_ctx_fork(2);
     mki_heap_fork(2);
     mki_prof_fork(2);
     mki_purge_fork(2);

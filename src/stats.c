@@ -25,13 +25,24 @@ static const char *kind_name(const mk_ctx *c)
     return mki_kinds[c->kind]->name;
 }
 
+/* The free bytes a printed line shows: those of resident memory, which
+ * cost memory (bytes_resident - bytes_used).  The rest of the reserved
+ * bytes is address space no chunk has reached yet: shown as reserved, never
+ * as free memory (one 4000-byte chunk in a new 32 KiB page is "32768 bytes
+ * reserved, 4096 resident, 4096 used, 0 free"). */
+static size_t free_resident(const mk_stats *s)
+{
+    return s->bytes_resident > s->bytes_used ? s->bytes_resident - s->bytes_used
+                                              : 0;
+}
+
 static void print_line(FILE *out, int depth, const mk_ctx *c,
                        const mk_stats *s)
 {
-    fprintf(out, "%*s%s (%s): %zu blocks, %zu bytes reserved, %zu used, "
-                 "%zu free, %zu chunks",
+    fprintf(out, "%*s%s (%s): %zu blocks, %zu bytes reserved, %zu resident, "
+                 "%zu used, %zu free, %zu chunks",
             depth * 2, "", c->name, kind_name(c), s->blocks, s->bytes_reserved,
-            s->bytes_used, s->bytes_reserved - s->bytes_used, s->chunks);
+            s->bytes_resident, s->bytes_used, free_resident(s), s->chunks);
     if (s->bytes_resting)
         fprintf(out, " (%zu bytes resting)", s->bytes_resting);
     size_t charged, refused, limit = mk_ctx_limit(c, &charged, &refused);
@@ -43,7 +54,7 @@ static void print_line(FILE *out, int depth, const mk_ctx *c,
 
 void mk_ctx_stats_print(const mk_ctx *ctx, FILE *out)
 {
-    if (!ctx || !out)
+    if (!ctx || !out || mki_ctx_dead(ctx, "mk_ctx_stats_print"))
         return;
     mk_stats total = {0};
     int depth = 0;
@@ -65,9 +76,9 @@ void mk_ctx_stats_print(const mk_ctx *ctx, FILE *out)
         c = (c && c != ctx) ? c->next_sibling : NULL;
     }
     fprintf(out, "Grand total: %zu contexts, %zu blocks, %zu bytes reserved, "
-                 "%zu used, %zu free, %zu chunks\n",
+                 "%zu resident, %zu used, %zu free, %zu chunks\n",
             total.contexts, total.blocks, total.bytes_reserved,
-            total.bytes_used, total.bytes_reserved - total.bytes_used,
+            total.bytes_resident, total.bytes_used, free_resident(&total),
             total.chunks);
 }
 
@@ -93,14 +104,16 @@ static void json_name(FILE *out, const char *s)
 static void json_figures(FILE *out, const mk_stats *s)
 {
     fprintf(out, "\"blocks\":%zu,\"bytes_reserved\":%zu,\"bytes_used\":%zu,"
-                 "\"bytes_free\":%zu,\"chunks\":%zu,\"bytes_resting\":%zu",
+                 "\"bytes_free\":%zu,\"chunks\":%zu,\"bytes_resting\":%zu,"
+                 "\"bytes_resident\":%zu",
             s->blocks, s->bytes_reserved, s->bytes_used,
-            s->bytes_reserved - s->bytes_used, s->chunks, s->bytes_resting);
+            s->bytes_reserved - s->bytes_used, s->chunks, s->bytes_resting,
+            s->bytes_resident);
 }
 
 int mk_ctx_stats_json(const mk_ctx *ctx, FILE *out)
 {
-    if (!ctx || !out) {
+    if (!ctx || !out || mki_ctx_dead(ctx, "mk_ctx_stats_json")) {
         errno = EINVAL;
         return -1;
     }

@@ -71,6 +71,10 @@ enum mki_option {
     MKI_OPT_PROFILE_SIGNAL,     /* a signal that dumps it (0: none) */
     MKI_OPT_THP,                /* transparent huge pages: 1 huge chunks,
                                    2 segments too */
+    MKI_OPT_CTX_QUARANTINE,     /* deleted contexts of each kind whose
+                                   records are not reused yet (ctx/record.c) */
+    MKI_OPT_REPORT_CONTEXTS,    /* the checking build's report of live
+                                   contexts at exit: 1 flagged, 2 all */
     MKI_OPT_COUNT
 };
 /* The values of MKI_OPT_PURGE (page/purge.c gives them their meaning). */
@@ -179,6 +183,27 @@ void mki_error_leak(const char *fn, const char *noun, const char *name,
  * OWNER_NOUN "OWNER" freed into pool "NAMED"". */
 void mki_error_wrong_pool(const char *fn, const void *p, const char *owner_noun,
                           const char *owner, const char *named);
+
+/* One context used by two threads at once: "memkit: FN(): context "NAME"
+ * used by thread USER while thread INSIDE is inside it (...)" (kernel
+ * thread ids).  Aborts as every report. */
+void mki_error_ctx_inside(const char *fn, const char *name, long user,
+                          long inside);
+/* mk_ctx_switch to a context another thread owns: "memkit: FN(): context
+ * "NAME" is owned by another thread, not by thread USER (...)". */
+void mki_error_ctx_owner(const char *fn, const char *name, long user);
+/* Why a call fails with EINVAL, where errno alone does not say it (a
+ * MK_SLAB context without its chunk size): "memkit: FN(): fails with
+ * EINVAL: WHY (context "NAME")" on stderr, only with MEMKIT_VERBOSE=1
+ * (a failure the program handles is not an error; it is the program's to
+ * report).  @name may be NULL. */
+void mki_note_einval(const char *fn, const char *name, const char *why);
+/* The checking build's report of a context alive at exit, on stderr
+ * (never the error handler: not an error, and the process is ending):
+ * "memkit: at exit: context "NAME" (KIND) never deleted: N chunks (B
+ * bytes)".  Nothing while errors are silenced. */
+void mki_report_alive(const char *name, const char *kind, size_t chunks,
+                      size_t bytes);
 
 #pragma GCC visibility pop
 

@@ -152,3 +152,68 @@ void mki_error_wrong_pool(const char *fn, const void *p, const char *owner_noun,
     quoted(&l, named);
     emit(&l, 1, 1);
 }
+
+void mki_error_ctx_inside(const char *fn, const char *name, long user,
+                          long inside)
+{
+    if (atomic_load(&silenced))
+        return;
+    mki_line l = {.len = 0};
+    start(&l, fn);
+    mki_line_str(&l, "context ");
+    quoted(&l, name);
+    mki_line_str(&l, " used by thread ");
+    mki_line_num(&l, user);
+    mki_line_str(&l, " while thread ");
+    mki_line_num(&l, inside);
+    mki_line_str(&l, " is inside it (one thread at a time, or a lock)");
+    emit(&l, 1, 1);
+}
+
+void mki_error_ctx_owner(const char *fn, const char *name, long user)
+{
+    if (atomic_load(&silenced))
+        return;
+    mki_line l = {.len = 0};
+    start(&l, fn);
+    mki_line_str(&l, "context ");
+    quoted(&l, name);
+    mki_line_str(&l, " is owned by another thread, not by thread ");
+    mki_line_num(&l, user);
+    mki_line_str(&l, " (mk_ctx_set_owner hands a context over)");
+    emit(&l, 1, 1);
+}
+
+void mki_report_alive(const char *name, const char *kind, size_t chunks,
+                      size_t bytes)
+{
+    if (atomic_load(&silenced))
+        return;
+    mki_line l = {.len = 0};
+    mki_line_str(&l, "memkit: at exit: context ");
+    quoted(&l, name);
+    mki_line_str(&l, " (");
+    mki_line_str(&l, kind);
+    mki_line_str(&l, ") never deleted: ");
+    mki_line_num(&l, (long long)chunks);
+    mki_line_str(&l, chunks == 1 ? " chunk (" : " chunks (");
+    mki_line_num(&l, (long long)bytes);
+    mki_line_str(&l, bytes == 1 ? " byte)" : " bytes)");
+    mki_line_write(&l, STDERR_FILENO);
+}
+
+void mki_note_einval(const char *fn, const char *name, const char *why)
+{
+    if (!mki_option(MKI_OPT_VERBOSE) || atomic_load(&silenced))
+        return;
+    mki_line l = {.len = 0};
+    start(&l, fn);
+    mki_line_str(&l, "fails with EINVAL: ");
+    mki_line_str(&l, why);
+    if (name) {
+        mki_line_str(&l, " (context ");
+        quoted(&l, name);
+        mki_line_str(&l, ")");
+    }
+    mki_line_write(&l, STDERR_FILENO);
+}

@@ -1,12 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * options.c - every run-time option in one table: name, MEMKIT_<NAME>
- * environment variable, default, range and meaning.
+ * environment variable, default, range and meaning, and the one parser of
+ * the words a variable may give.
  *
  * Values are atomics read with relaxed loads on slow paths only, so an
  * option can be changed at run time (mk_option_set) from any thread.  The
  * environment is read once, on first use of the page pool; docs/OPTIONS.md
  * lists the same table for users.
+ *
+ * Words: a variable takes a number in the option's range, or one of the
+ * option's words in any case.  Every option whose first word is "off"
+ * takes the same boolean words: no, false (and 0) for off, and yes, true,
+ * on for the value its table entry names as "on" (a boolean's 1, secure's
+ * 1, stats' text...), so that MEMKIT_X=yes means the same for every
+ * option that has an off.  Signals are named as the shell names them, with
+ * or without SIG, in any case (USR2, SIGUSR2, sigusr2), or by number.  The
+ * trade-off: one rule users can guess, against options whose words would
+ * read better alone (a "yes" for purge means its default way, dontneed).
  */
 
 #include "base.h"
@@ -28,6 +39,10 @@ typedef struct option_def {
     /* Words the environment variable may give instead of a number: the
      * word at index i means i (NULL: numbers only). */
     const char *const *words;
+    /* With words starting "off": the value yes/true/on mean (0: they
+     * mean nothing for this option, which takes only no/false for off). */
+    long on;
+    int signal; /* the words are signal names: SIG may be left out */
 } option_def;
 
 static const char *const stats_words[] = {"off", "text", "json", NULL};
@@ -36,6 +51,7 @@ static const char *const purge_words[] = {"off", "dontneed", "free", "unmap",
 static const char *const bool_words[] = {"off", "on", NULL};
 static const char *const thp_words[] = {"off", "on", "all", NULL};
 static const char *const secure_words[] = {"off", "on", "guard", NULL};
+static const char *const report_words[] = {"off", "flagged", "all", NULL};
 /* Linux's signal numbers, by name ("off": none) */
 static const char *const signal_words[] = {
     "off", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT",
@@ -62,21 +78,21 @@ static const option_def defs[MKI_OPT_COUNT] = {
      * Read when the first context is created. */
     /* How free memory goes back to the OS (purge.c): off, dontneed, free,
      * unmap (0..3). */
-    [MKI_OPT_PURGE] = {"purge", "MEMKIT_PURGE", 0, 3, purge_words},
+    [MKI_OPT_PURGE] = {"purge", "MEMKIT_PURGE", 0, 3, purge_words, 1},
     /* Purge passes on a background thread (a quiet program's memory goes
      * back too); 0: on the slow paths only. */
     [MKI_OPT_PURGE_THREAD] = {"purge_thread", "MEMKIT_PURGE_THREAD", 0, 1,
-                              bool_words},
-    [MKI_OPT_VALGRIND] = {"valgrind", "MEMKIT_VALGRIND", 0, 1, bool_words},
+                              bool_words, 1},
+    [MKI_OPT_VALGRIND] = {"valgrind", "MEMKIT_VALGRIND", 0, 1, bool_words, 1},
     /* Secure mode: 1 the defences (free of a pointer memkit does not hold
      * and double frees reported, free lists encoded and checked), 2 also
      * guard pages and a random allocation order.  Read at start only. */
-    [MKI_OPT_SECURE] = {"secure", "MEMKIT_SECURE", 0, 2, secure_words},
+    [MKI_OPT_SECURE] = {"secure", "MEMKIT_SECURE", 0, 2, secure_words, 1},
     /* Print the options in force on stderr when memkit starts. */
-    [MKI_OPT_VERBOSE] = {"verbose", "MEMKIT_VERBOSE", 0, 1, bool_words},
+    [MKI_OPT_VERBOSE] = {"verbose", "MEMKIT_VERBOSE", 0, 1, bool_words, 1},
     /* Print the process figures at exit: 1 "text", 2 "json"; on stderr, or
      * in the file MEMKIT_STATS_FILE names. */
-    [MKI_OPT_STATS] = {"stats", "MEMKIT_STATS", 0, 2, stats_words},
+    [MKI_OPT_STATS] = {"stats", "MEMKIT_STATS", 0, 2, stats_words, 1},
     /* Address space reserved at start for the normal segments, in MiB
      * (segment.c; the system may grant less): their frees take the fast
      * path.  0: none, every segment a mapping of its own (frees take the
@@ -86,17 +102,27 @@ static const option_def defs[MKI_OPT_COUNT] = {
      * heaps made from then on (and the calling thread's own); its mean
      * interval between samples, in bytes allocated (1: every allocation);
      * a signal whose delivery dumps it. */
-    [MKI_OPT_PROFILE] = {"profile", "MEMKIT_PROFILE", 0, 1, bool_words},
+    [MKI_OPT_PROFILE] = {"profile", "MEMKIT_PROFILE", 0, 1, bool_words, 1},
     [MKI_OPT_PROFILE_RATE] = {"profile_rate", "MEMKIT_PROFILE_RATE", 1,
                               1L << 40},
     [MKI_OPT_PROFILE_SIGNAL] = {"profile_signal", "MEMKIT_PROFILE_SIGNAL", 0,
-                                31, signal_words},
+                                31, signal_words, 0, 1},
     /* Ask the kernel for transparent huge pages (2 MiB) under the fresh
      * mappings of huge chunks, malloc's (calloc's fresh zeroes excepted:
      * page/huge.c); 2 ("all") also under the segments made once memkit
      * holds four (page/segment.c); 0: 4 KiB pages as the system gives
      * them. */
-    [MKI_OPT_THP] = {"thp", "MEMKIT_THP", 0, 2, thp_words},
+    [MKI_OPT_THP] = {"thp", "MEMKIT_THP", 0, 2, thp_words, 1},
+    /* The records of deleted contexts, of each kind, that stay poisoned
+     * before one is reused: a use of a deleted context is reported as long
+     * as its record is not reused (ctx/record.c). */
+    [MKI_OPT_CTX_QUARANTINE] = {"ctx_quarantine", "MEMKIT_CTX_QUARANTINE", 0,
+                                1L << 30},
+    /* The checking build: at exit, report the contexts never deleted,
+     * those made with MK_CTX_REPORT_LEAKS (1) or all (2; memkit's own
+     * thread heaps aside).  Nothing in the release build. */
+    [MKI_OPT_REPORT_CONTEXTS] = {"report_contexts", "MEMKIT_REPORT_CONTEXTS",
+                                 0, 2, report_words, 1},
 };
 
 /* The defaults (docs/OPTIONS.md lists them too). */
@@ -113,6 +139,8 @@ _Atomic long mki_options[MKI_OPT_COUNT] = {
     [MKI_OPT_PROFILE_RATE] = 512 << 10,
     [MKI_OPT_PROFILE_SIGNAL] = 0,
     [MKI_OPT_THP] = 1,
+    [MKI_OPT_CTX_QUARANTINE] = MK_CONFIG_CHECK ? 65536 : 0,
+    [MKI_OPT_REPORT_CONTEXTS] = MK_CONFIG_CHECK ? 1 : 0,
 };
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
@@ -121,26 +149,37 @@ static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 enum { FROM_DEFAULT, FROM_ENV, ENV_IGNORED };
 static unsigned char source[MKI_OPT_COUNT];
 
+/* Does @v name signal word @w ("SIGUSR2"), with or without its SIG? */
+static int is_signal(const char *v, const char *w)
+{
+    return strcasecmp(v, w) == 0 ||
+           (strncmp(w, "SIG", 3) == 0 && strcasecmp(v, w + 3) == 0);
+}
+
 /* The value of environment variable text @v for option @i, or -2 if it is
- * not one: a number in range, or one of the option's words in any case;
- * an option whose words start "off" also takes no/false, and one whose
- * second word is "on" takes yes/true. */
+ * not one: a number in range, one of the option's words in any case, a
+ * boolean word (see the top of this file), a signal's name. */
 static long parse(int i, const char *v)
 {
+    const option_def *d = &defs[i];
     char *end;
     long x = strtol(v, &end, 10);
     if (end != v && *end == '\0')
-        return x >= defs[i].min && x <= defs[i].max ? x : -2;
-    const char *const *w = defs[i].words;
+        return x >= d->min && x <= d->max ? x : -2;
+    const char *const *w = d->words;
     for (long k = 0; w && w[k]; k++)
-        if (strcasecmp(v, w[k]) == 0)
+        if (d->signal ? is_signal(v, w[k]) : strcasecmp(v, w[k]) == 0)
             return k;
-    if (w && strcmp(w[0], "off") == 0 &&
-        (strcasecmp(v, "no") == 0 || strcasecmp(v, "false") == 0))
-        return 0;
-    if (w && w[1] && strcmp(w[1], "on") == 0 &&
-        (strcasecmp(v, "yes") == 0 || strcasecmp(v, "true") == 0))
-        return 1;
+    if (!w || strcmp(w[0], "off") != 0)
+        return -2;
+    static const char *const no[] = {"no", "false", "off"};
+    static const char *const yes[] = {"yes", "true", "on"};
+    for (int k = 0; k < 3; k++) {
+        if (strcasecmp(v, no[k]) == 0)
+            return 0;
+        if (d->on && strcasecmp(v, yes[k]) == 0)
+            return d->on;
+    }
     return -2;
 }
 
@@ -157,22 +196,37 @@ static void put_value(mki_line *l, int i, long v)
         mki_line_num(l, v);
 }
 
-/* The values option @i takes, for a message: "off, dontneed, free, unmap"
- * or "a number from -1 to 3600000". */
+/* The values option @i takes, for a message: "off, dontneed, free, unmap
+ * (also no, false; yes, true: dontneed)", "a number from -1 to 3600000",
+ * or for a signal the rule, not its 31 names (the line must fit). */
 static void put_values(mki_line *l, int i)
 {
-    const char *const *w = defs[i].words;
+    const option_def *d = &defs[i];
+    const char *const *w = d->words;
+    if (d->signal) {
+        mki_line_str(l, "a signal's name (USR2 or SIGUSR2), its number "
+                        "(1 to 31), or off");
+        return;
+    }
     if (w) {
         for (int k = 0; w[k]; k++) {
             mki_line_str(l, k ? ", " : "");
             mki_line_str(l, w[k]);
         }
+        if (strcmp(w[0], "off") == 0) {
+            mki_line_str(l, " (also no, false");
+            if (d->on) {
+                mki_line_str(l, "; yes, true: ");
+                mki_line_str(l, w[d->on]);
+            }
+            mki_line_str(l, ")");
+        }
         return;
     }
     mki_line_str(l, "a number from ");
-    mki_line_num(l, defs[i].min);
+    mki_line_num(l, d->min);
     mki_line_str(l, " to ");
-    mki_line_num(l, defs[i].max);
+    mki_line_num(l, d->max);
 }
 
 /* MEMKIT_VERBOSE: one line per option, written without allocating. */
@@ -278,6 +332,23 @@ static void warn_unknown(void)
     }
 }
 
+/* At most @max bytes of @s, and "..." when there is more. */
+static void put_text(mki_line *l, const char *s, size_t max)
+{
+    char buf[64];
+    size_t n = strnlen(s, max + 1);
+    if (max > sizeof buf - 4)
+        max = sizeof buf - 4;
+    if (n > max) {
+        memcpy(buf, s, max);
+        memcpy(buf + max, "...", 4);
+    } else {
+        memcpy(buf, s, n);
+        buf[n] = '\0';
+    }
+    mki_line_str(l, buf);
+}
+
 static void read_environment(void)
 {
     for (int i = 0; i < MKI_OPT_COUNT; i++) {
@@ -295,7 +366,7 @@ static void read_environment(void)
         mki_line_str(&l, "memkit: ignoring ");
         mki_line_str(&l, defs[i].env);
         mki_line_str(&l, "=");
-        mki_line_str(&l, v);
+        put_text(&l, v, 40); /* (a long value must not push the rest out) */
         mki_line_str(&l, ": ");
         mki_line_str(&l, defs[i].name);
         mki_line_str(&l, " takes ");
@@ -341,15 +412,16 @@ static int find(const char *name)
     return -1;
 }
 
-long mk_option_get(const char *name)
+int mk_option_get(const char *name, long *value)
 {
     mki_options_init(); /* the environment first, then the program */
     int i = find(name);
-    if (i < 0) {
+    if (i < 0 || !value) {
         errno = EINVAL;
         return -1;
     }
-    return atomic_load(&mki_options[i]);
+    *value = atomic_load(&mki_options[i]);
+    return 0;
 }
 
 int mk_option_set(const char *name, long value)

@@ -25,6 +25,13 @@
  * mode small pages keep a bit per chunk that is set while the chunk is live
  * (double free; and the walk behind statistics and reset-time checks).
  * Bits are atomic: a chunk may be freed by any thread.
+ *
+ * Every allocation, realloc and owner's free here enters its context
+ * (mki_ctx_enter, ctx/record.c), as the context layer's own operations
+ * do: in the checking build a second thread inside the same context is
+ * reported as what it is, before the two corrupt its lists.  A free by a
+ * thread that does not own the context only queues the chunk: it does
+ * not enter.
  */
 
 #include "check.h"
@@ -178,7 +185,21 @@ static int is_live(mki_page *pg, const void *p)
 
 /* ---- allocation and free -------------------------------------------------- */
 
+static void *instr_alloc_in(mk_ctx *ctx, size_t size, size_t align);
+
 static void *instr_alloc(mk_ctx *ctx, size_t size, size_t align)
+{
+    int in = mki_ctx_enter(ctx, align ? "mk_alloc_aligned" : "mk_alloc");
+    if (!in) {
+        errno = EINVAL;
+        return NULL;
+    }
+    void *p = instr_alloc_in(ctx, size, align);
+    mki_ctx_leave(ctx, in);
+    return p;
+}
+
+static void *instr_alloc_in(mk_ctx *ctx, size_t size, size_t align)
 {
     const mki_kind_ops *ops = mki_kinds[ctx->kind];
     if (size > MKI_SIZE_MAX) {
@@ -275,12 +296,31 @@ static void instr_free(mki_page *pg, void *p, const char *fn)
         mki_chunk_remote_push(ctx, p);
         if (owner == 0) /* no thread will collect it (chunk.c) */
             mki_purge_collect();
-    } else {
+        return;
+    }
+    int in = mki_ctx_enter(ctx, fn); /* the owner's free is a use */
+    if (in) {
         ops->free(pg, p);
+        mki_ctx_leave(ctx, in);
     }
 }
 
+static void *instr_realloc_in(mki_page *pg, void *p, size_t size);
+
 static void *instr_realloc(mki_page *pg, void *p, size_t size)
+{
+    mk_ctx *ctx = pg->ctx;
+    int in = mki_ctx_enter(ctx, "mk_realloc");
+    if (!in) {
+        errno = EINVAL;
+        return NULL;
+    }
+    void *q = instr_realloc_in(pg, p, size);
+    mki_ctx_leave(ctx, in);
+    return q;
+}
+
+static void *instr_realloc_in(mki_page *pg, void *p, size_t size)
 {
     mk_ctx *ctx = pg->ctx;
     if (mki_kinds[ctx->kind]->no_free) {

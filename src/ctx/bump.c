@@ -256,11 +256,15 @@ static void bump_stats(const mk_ctx *ctx, mk_stats *out)
         out->blocks++;
         out->bytes_reserved += pg->size;
         out->bytes_used += (size_t)(pg->extend - pg->start);
+        out->bytes_resident +=
+            mki_ctx_reached((size_t)(pg->extend - pg->start), pg->size, 0);
     }
     for (mki_page *pg = b->large; pg; pg = pg->next) {
         out->blocks++;
         out->bytes_reserved += pg->size;
         out->bytes_used += (size_t)(pg->end - pg->start);
+        out->bytes_resident +=
+            mki_ctx_reached((size_t)(pg->end - pg->start), pg->size, 0);
     }
     if (instrumented(b))
         out->chunks = walk(b, NULL, NULL);

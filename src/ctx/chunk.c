@@ -492,6 +492,46 @@ mk_ctx *mk_ctx_of(const void *p)
     return pg ? pg->ctx : NULL;
 }
 
+/* The question mk_ctx_of and mk_usable_size leave to the caller: the page
+ * layer's lookup (which reads only memkit's maps), then what the free path
+ * validates, without a report.  Instrumented small pages answer from their
+ * live bits; the others from the position test and the double-free key
+ * (page.h), a kind's own test for its blocks (GENERATION's headers), and
+ * for a large or huge page its one chunk. */
+int mk_owns(const void *p)
+{
+    if (!p)
+        return 0;
+    mki_page *pg = mki_segment_find(p);
+    if (!pg || pg->kind == MKI_PAGE_FREE || !pg->ctx)
+        return 0;
+    const mk_ctx *ctx = pg->ctx;
+    switch (pg->kind) {
+    case MKI_PAGE_SMALL:
+        if (!mki_page_is_chunk_exact(pg, p))
+            return 0;
+        if (pg->live) { /* (instrumented: a bit per chunk) */
+            size_t i = (size_t)((const char *)p - pg->start) / pg->chunk_size;
+            return (int)((atomic_load_explicit(&pg->live[i / 64],
+                                               memory_order_relaxed) >>
+                          (i % 64)) & 1);
+        }
+        return !mki_page_chunk_freed(pg, p); /* (uninstrumented: no
+                                                 poison to lift) */
+    case MKI_PAGE_LARGE:
+    case MKI_PAGE_HUGE:
+        return p == pg->start &&
+               !atomic_load_explicit(&pg->xfree, memory_order_relaxed);
+    default: {
+        const mki_kind_ops *ops = mki_kinds[ctx->kind];
+        if (ops->is_live)
+            return ops->is_live(pg, p) == 1;
+        /* (BUMP: no boundaries, any address of a block) */
+        return (const char *)p >= pg->start && (const char *)p < pg->end;
+    }
+    }
+}
+
 mk_ctx *mki_chunk_ctx(const void *p, const char *fn)
 {
     mki_page *pg = page_for(p, fn);

@@ -17,6 +17,10 @@
  *
  * Context structs are bookkeeping (page/meta.c), not chunks of another
  * context: deleting a parent never frees memory a child still describes.
+ * A deleted context's record is poisoned and reused late (record.c), and
+ * every public operation here first checks the handle it is given
+ * (mki_ctx_enter: a deleted context is reported in every build; the
+ * checking build also reports a second thread inside the context).
  */
 
 #include "ctx.h"
@@ -59,12 +63,20 @@ mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
                    const mk_ctx_opts *opts)
 {
     if ((unsigned)kind >= 4 || !mki_kinds[kind]) {
+        mki_note_einval("mk_ctx_new", name, "kind is not one of mk_kind");
+        errno = EINVAL;
+        return NULL;
+    }
+    /* (creating a child is a use of the parent, but not an entry: the
+     * threads of a thread-safe pool add their slabs to its root, under the
+     * pool's lock, while the root's owner allocates from it) */
+    if (parent && mki_ctx_dead(parent, "mk_ctx_new")) {
         errno = EINVAL;
         return NULL;
     }
     const mki_kind_ops *ops = mki_kinds[kind];
     mki_options_init(); /* secure mode is decided before any context */
-    mk_ctx *c = mki_meta_alloc(ops->ctx_size);
+    mk_ctx *c = mki_ctx_record_new(kind);
     if (!c) {
         errno = ENOMEM;
         return NULL;
@@ -75,7 +87,7 @@ mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
                    : mki_secure ? MKI_KIND_SECURE
                    : kind != MK_SLAB && mki_ctx_up.profiled() ? MKI_KIND_PROF
                                                                : (uint8_t)kind;
-    c->flags = (uint16_t)(opts ? opts->flags : 0);
+    c->flags = (uint16_t)(opts ? opts->flags & ~MKI_CTX_OWN : 0);
     c->name = name ? name : "?";
     atomic_init(&c->owner_tid, mki_tid());
     c->fast_tid = instrumented ? 0
@@ -84,7 +96,9 @@ mk_ctx *mk_ctx_new(mk_ctx *parent, const char *name, mk_kind kind,
     atomic_init(&c->remote, NULL);
     c->ops = instrumented ? mki_ctx_up.wrapper : ops;
     if (c->ops->init(c, opts) != 0) {
-        mki_meta_free(c, ops->ctx_size);
+        int e = errno;
+        mki_ctx_record_abandon(c);
+        errno = e;
         return NULL;
     }
     if (parent)
@@ -109,9 +123,12 @@ static void run_callbacks(mk_ctx *c, int until_empty)
     } while (until_empty && c->callbacks);
 }
 
-/* Delete a context that has no children. */
-static void delete_leaf(mk_ctx *c, const char *fn)
+/* Delete a context that has no children; 0 if it was refused (another
+ * thread is inside it: reported). */
+static int delete_leaf(mk_ctx *c, const char *fn)
 {
+    if (!mki_ctx_enter(c, fn))
+        return 0;
     run_callbacks(c, 1);
     if ((c->flags & MK_CTX_REPORT_LEAKS) && !mki_kinds[c->kind]->no_free) {
         mk_stats st;
@@ -123,11 +140,13 @@ static void delete_leaf(mk_ctx *c, const char *fn)
     c->ops->destroy(c);
     unlink_child(c);
     mki_ctx_up.deleted(c); /* the calling thread's current or heap */
-    mki_meta_free(c, mki_kinds[c->kind]->ctx_size);
+    mki_ctx_record_free(c); /* poisoned: a stale handle is reported */
+    return 1;
 }
 
-/* Delete every descendant of @ctx, children before their parents. */
-static void delete_descendants(mk_ctx *ctx, const char *fn)
+/* Delete every descendant of @ctx, children before their parents; 0 if one
+ * was refused (the rest is left as it is). */
+static int delete_descendants(mk_ctx *ctx, const char *fn)
 {
     mk_ctx *c = ctx->first_child;
     while (c) {
@@ -136,20 +155,26 @@ static void delete_descendants(mk_ctx *ctx, const char *fn)
             continue;
         }
         mk_ctx *parent = c->parent;
-        delete_leaf(c, fn);
+        if (!delete_leaf(c, fn))
+            return 0;
         c = parent == ctx ? ctx->first_child : parent;
     }
+    return 1;
 }
 
 void mk_ctx_reset(mk_ctx *ctx)
 {
     if (!ctx)
         return;
-    if (ctx->first_child)
-        delete_descendants(ctx, "mk_ctx_reset");
-    if (ctx->callbacks)
-        run_callbacks(ctx, 0);
-    ctx->ops->reset(ctx, !(ctx->flags & MK_CTX_RELEASE_ON_RESET));
+    int in = mki_ctx_enter(ctx, "mk_ctx_reset");
+    if (!in)
+        return;
+    if (!ctx->first_child || delete_descendants(ctx, "mk_ctx_reset")) {
+        if (ctx->callbacks)
+            run_callbacks(ctx, 0);
+        ctx->ops->reset(ctx, !(ctx->flags & MK_CTX_RELEASE_ON_RESET));
+    }
+    mki_ctx_leave(ctx, in);
 }
 
 size_t mk_ctx_trim(mk_ctx *ctx)
@@ -158,10 +183,14 @@ size_t mk_ctx_trim(mk_ctx *ctx)
     if (!ctx)
         return 0;
     for (mk_ctx *c = ctx; c; c = mki_ctx_next_in(c, ctx)) {
+        int in = mki_ctx_enter(c, "mk_ctx_trim");
+        if (!in)
+            break;
         const mki_kind_ops *ops = c->ops;
         ops->collect(c);
         if (ops->trim)
             bytes += ops->trim(c);
+        mki_ctx_leave(c, in);
     }
     return bytes;
 }
@@ -170,8 +199,13 @@ void mk_ctx_delete(mk_ctx *ctx)
 {
     if (!ctx)
         return;
-    delete_descendants(ctx, "mk_ctx_delete");
-    delete_leaf(ctx, "mk_ctx_delete");
+    int in = mki_ctx_enter(ctx, "mk_ctx_delete");
+    if (!in)
+        return;
+    if (delete_descendants(ctx, "mk_ctx_delete") &&
+        delete_leaf(ctx, "mk_ctx_delete"))
+        return; /* (its record is dead: nothing to leave) */
+    mki_ctx_leave(ctx, in);
 }
 
 int mk_ctx_on_reset(mk_ctx *ctx, void (*fn)(void *), void *arg)
@@ -180,20 +214,29 @@ int mk_ctx_on_reset(mk_ctx *ctx, void (*fn)(void *), void *arg)
         errno = EINVAL;
         return -1;
     }
-    mki_callback *cb = mki_meta_alloc(sizeof *cb);
-    if (!cb)
+    int in = mki_ctx_enter(ctx, "mk_ctx_on_reset");
+    if (!in) {
+        errno = EINVAL;
         return -1;
-    cb->fn = fn;
-    cb->arg = arg;
-    cb->next = ctx->callbacks;
-    ctx->callbacks = cb;
-    return 0;
+    }
+    mki_callback *cb = mki_meta_alloc(sizeof *cb);
+    if (cb) {
+        cb->fn = fn;
+        cb->arg = arg;
+        cb->next = ctx->callbacks;
+        ctx->callbacks = cb;
+    }
+    mki_ctx_leave(ctx, in);
+    return cb ? 0 : -1;
 }
 
 size_t mki_ctx_block_size(const mk_ctx_opts *opts, size_t def, size_t max)
 {
     size_t want = opts && opts->block_size ? opts->block_size : def;
     if (want < MKI_UNIT || want > max) {
+        mki_note_einval("mk_ctx_new", NULL,
+                        "mk_ctx_opts.block_size is below 1 KiB or above the "
+                        "kind's largest block");
         errno = EINVAL;
         return 0;
     }
@@ -209,24 +252,48 @@ int mk_ctx_set_parent(mk_ctx *ctx, mk_ctx *new_parent)
         errno = EINVAL;
         return -1;
     }
-    if (mki_ctx_above(ctx, new_parent)) { /* under itself or a descendant:
-                                              a cycle */
+    if (new_parent && mki_ctx_dead(new_parent, "mk_ctx_set_parent")) {
         errno = EINVAL;
         return -1;
     }
-    if (ctx->parent == new_parent)
-        return 0;
-    if (mki_ctx_move_charges(ctx, new_parent) != 0)
-        return -1; /* a limit of the new ancestors */
-    unlink_child(ctx);
-    if (new_parent)
-        link_child(new_parent, ctx);
-    return 0;
+    int in = mki_ctx_enter(ctx, "mk_ctx_set_parent");
+    if (!in) {
+        errno = EINVAL;
+        return -1;
+    }
+    int r = 0;
+    if (mki_ctx_above(ctx, new_parent)) { /* under itself or a descendant:
+                                              a cycle */
+        errno = EINVAL;
+        r = -1;
+    } else if (ctx->parent != new_parent) {
+        r = mki_ctx_move_charges(ctx, new_parent); /* -1: a limit of the
+                                                      new ancestors */
+        if (r == 0) {
+            unlink_child(ctx);
+            if (new_parent)
+                link_child(new_parent, ctx);
+        }
+    }
+    mki_ctx_leave(ctx, in);
+    return r;
 }
 
-const char *mk_ctx_name(const mk_ctx *ctx) { return ctx ? ctx->name : NULL; }
-mk_ctx *mk_ctx_parent(const mk_ctx *ctx) { return ctx ? ctx->parent : NULL; }
-mk_kind mk_ctx_kind(const mk_ctx *ctx) { return ctx ? (mk_kind)ctx->kind : (mk_kind)-1; }
+/* The getters read the record: a deleted one is reported (and answers as
+ * NULL would). */
+const char *mk_ctx_name(const mk_ctx *ctx)
+{
+    return ctx && !mki_ctx_dead(ctx, "mk_ctx_name") ? ctx->name : NULL;
+}
+mk_ctx *mk_ctx_parent(const mk_ctx *ctx)
+{
+    return ctx && !mki_ctx_dead(ctx, "mk_ctx_parent") ? ctx->parent : NULL;
+}
+mk_kind mk_ctx_kind(const mk_ctx *ctx)
+{
+    return ctx && !mki_ctx_dead(ctx, "mk_ctx_kind") ? (mk_kind)ctx->kind
+                                                    : (mk_kind)-1;
+}
 
 void mki_ctx_set_owner_tid(mk_ctx *ctx, uintptr_t tid)
 {
@@ -250,8 +317,13 @@ void mki_ctx_set_profiled(mk_ctx *ctx, int on)
 
 void mk_ctx_set_owner(mk_ctx *ctx)
 {
-    if (ctx)
-        mki_ctx_set_owner_tid(ctx, mki_tid());
+    if (!ctx)
+        return;
+    int in = mki_ctx_enter(ctx, "mk_ctx_set_owner");
+    if (!in)
+        return;
+    mki_ctx_set_owner_tid(ctx, mki_tid());
+    mki_ctx_leave(ctx, in);
 }
 
 mki_page *mki_ctx_chunk_page(mk_ctx *ctx, size_t size, size_t align)

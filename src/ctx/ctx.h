@@ -51,10 +51,26 @@ typedef struct mki_callback {
  * chunk sends its frees to the slow path (MKI_TID_SAMPLED, page.h).  The
  * fast paths of contexts that are not profiled are unchanged. */
 #define MKI_KIND_PROF 0xfdu
+/* A deleted context's record (ctx/record.c): no fast path takes it, and
+ * its `ops` is a table whose every entry reports the use, so that a stale
+ * handle is reported where it is used, in every build, while the record
+ * waits to be reused. */
+#define MKI_KIND_DEAD 0xfcu
+
+/* The checking build's fields of a context (ctx/record.c): the thread
+ * inside it now (its kernel thread id, 0: none), and the list of live
+ * contexts (for the report at exit).  Absent from the release build. */
+typedef struct mki_ctx_check {
+    _Atomic long inside;
+    mk_ctx *live_next, *live_prev;
+} mki_ctx_check;
+/* mk_ctx.flags beside the public MK_CTX_* flags: a context memkit made for
+ * itself (a thread heap), left out of the report of live contexts. */
+#define MKI_CTX_OWN 0x8000u
 
 struct mk_ctx {
     uint8_t kind;         /* mk_kind */
-    uint8_t fast_kind;    /* kind, or MKI_KIND_SLOW */
+    uint8_t fast_kind;    /* kind, or MKI_KIND_SLOW, _SECURE, _PROF, _DEAD */
     uint16_t flags;       /* MK_CTX_* */
     _Atomic uintptr_t owner_tid; /* owning thread (any thread reads it when
                                     it frees: relaxed atomic) */
@@ -78,7 +94,22 @@ struct mk_ctx {
      * many more frees into it before the layer above looks at it again
      * (mki_ctx_up.orphan_freed; heap.c sets it). */
     _Atomic long orphan_left;
+#if MK_CONFIG_CHECK
+    mki_ctx_check check;
+#endif
 };
+
+/* @c's checking fields; NULL in the release build (so that code using
+ * them compiles in both, behind `if (MK_CONFIG_CHECK)`). */
+MKI_INLINE mki_ctx_check *mki_ctx_check_of(mk_ctx *c)
+{
+#if MK_CONFIG_CHECK
+    return &c->check;
+#else
+    (void)c;
+    return NULL;
+#endif
+}
 
 /* A context's name for a report (base/error.c takes names, not contexts;
  * NULL: no context). */
@@ -303,6 +334,66 @@ MKI_INLINE void mki_ctx_collect(mk_ctx *ctx)
 {
     if (atomic_load_explicit(&ctx->remote, memory_order_relaxed))
         mki_kinds[ctx->kind]->collect(ctx);
+}
+
+/* ---- ctx/record.c: context records, their death and their use ---------------- */
+/* A zeroed record for a context of @kind (a deleted one of the same kind
+ * when one may be reused, else new bookkeeping); NULL with ENOMEM. */
+mk_ctx *mki_ctx_record_new(mk_kind kind);
+/* Give back the record of @c, whose kind has destroyed it: it is poisoned
+ * (MKI_KIND_DEAD, its name copied into it) and waits to be reused. */
+void mki_ctx_record_free(mk_ctx *c);
+/* A record that mk_ctx_new could not initialise: back at once, unpoisoned. */
+void mki_ctx_record_abandon(mk_ctx *c);
+/* Report a use of deleted context @c by function @fn. */
+MKI_COLD void mki_ctx_report_dead(const mk_ctx *c, const char *fn);
+/* The checking build's half of mki_ctx_enter (below). */
+int mki_ctx_enter_checked(mk_ctx *c, const char *fn);
+/* The calling thread's kernel thread id (checking build; cached). */
+long mki_ctx_self(void);
+/* The record lists' part of the fork handlers (as mki_meta_fork). */
+void mki_ctx_fork(int phase);
+
+/* Is @c a deleted context's record?  Reported as a use by @fn if so. */
+MKI_INLINE int mki_ctx_dead(const mk_ctx *c, const char *fn)
+{
+    if (MKI_LIKELY(c->fast_kind != MKI_KIND_DEAD))
+        return 0;
+    mki_ctx_report_dead(c, fn);
+    return 1;
+}
+
+/*
+ * A public operation @fn on @c begins (the calling thread enters @c).
+ * Every build: a deleted context is reported, and 0 returned (the caller
+ * abandons the operation).  The checking build also marks @c as used by
+ * the calling thread until mki_ctx_leave, and reports a second thread that
+ * enters meanwhile ("context "X" used by thread A while thread B is inside
+ * it"), 0.  Otherwise non-zero: pass it to mki_ctx_leave.
+ */
+MKI_INLINE int mki_ctx_enter(mk_ctx *c, const char *fn)
+{
+    if (mki_ctx_dead(c, fn))
+        return 0;
+    return MK_CONFIG_CHECK ? mki_ctx_enter_checked(c, fn) : 2;
+}
+/* The operation that entered @c (@how, from mki_ctx_enter) is done: the
+ * outermost one clears the mark. */
+MKI_INLINE void mki_ctx_leave(mk_ctx *c, int how)
+{
+    mki_ctx_check *k = mki_ctx_check_of(c);
+    if (MK_CONFIG_CHECK && how == 1 && c->fast_kind != MKI_KIND_DEAD)
+        atomic_store_explicit(&k->inside, 0, memory_order_release);
+}
+
+/* mk_stats.bytes_resident of a page or block of @size bytes whose first
+ * @n bytes chunks have reached: whole OS pages, at most @size.  A small
+ * page of the checking build is filled whole when it is made (a fill
+ * that tells writes to freed memory): all of it, there (@filled). */
+MKI_INLINE size_t mki_ctx_reached(size_t n, size_t size, int filled)
+{
+    size_t r = (n + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
+    return filled || r > size ? size : r;
 }
 
 /* ---- ctx/tree_stats.c: the figures of contexts ------------------------------ */

@@ -990,9 +990,14 @@ static void add_stats(mki_page *pg, void *arg)
         size_t live = pg->used - ((pg->flags & MKI_PF_CURRENT) ? 1u : 0u);
         out->chunks += live;
         out->bytes_used += live * (pg->chunk_size - guard);
+        out->bytes_resident += mki_ctx_reached(
+            (size_t)(pg->extend - pg->start), pg->size,
+            MK_CONFIG_CHECK && pg->live);
     } else {
         out->chunks += 1;
         out->bytes_used += (size_t)(pg->end - pg->start) - guard;
+        out->bytes_resident +=
+            mki_ctx_reached((size_t)(pg->end - pg->start), pg->size, 0);
     }
 }
 
@@ -1004,6 +1009,7 @@ static void general_stats(const mk_ctx *ctx, mk_stats *out)
         out->blocks++;
         out->bytes_reserved += pg->size;
         out->bytes_resting += pg->size;
+        out->bytes_resident += pg->size; /* (unless purged meanwhile) */
     }
 }
 

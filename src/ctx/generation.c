@@ -287,12 +287,16 @@ static void gen_stats(const mk_ctx *ctx, mk_stats *out)
          * its fill point until the block goes back (instrumented contexts
          * count exactly: check/instrument.c) */
         out->bytes_used += pg->used ? (size_t)(pg->extend - pg->start) : 0;
+        out->bytes_resident +=
+            mki_ctx_reached((size_t)(pg->extend - pg->start), pg->size, 0);
     }
     for (mki_page *pg = g->large; pg; pg = pg->next) {
         out->blocks++;
         out->bytes_reserved += pg->size;
         out->chunks++;
         out->bytes_used += gen_usable_size(pg, pg->start);
+        out->bytes_resident +=
+            mki_ctx_reached((size_t)(pg->end - pg->start), pg->size, 0);
     }
 }
 

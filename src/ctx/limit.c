@@ -103,7 +103,8 @@ static size_t subtree_held(const mk_ctx *ctx)
 
 int mk_ctx_set_limit(mk_ctx *ctx, size_t bytes)
 {
-    if (!ctx) {
+    int in = ctx ? mki_ctx_enter(ctx, "mk_ctx_set_limit") : 0;
+    if (!in) {
         errno = EINVAL;
         return -1;
     }
@@ -111,11 +112,14 @@ int mk_ctx_set_limit(mk_ctx *ctx, size_t bytes)
         atomic_store_explicit(&ctx->charged, subtree_held(ctx),
                               memory_order_relaxed);
     ctx->limit = bytes;
+    mki_ctx_leave(ctx, in);
     return 0;
 }
 
 size_t mk_ctx_limit(const mk_ctx *ctx, size_t *charged, size_t *refused)
 {
+    if (ctx && mki_ctx_dead(ctx, "mk_ctx_limit"))
+        ctx = NULL; /* reported; answered as for no context */
     if (charged)
         *charged = ctx && ctx->limit ? load((_Atomic size_t *)&ctx->charged) : 0;
     if (refused)

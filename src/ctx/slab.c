@@ -397,6 +397,8 @@ static void add_stats(mki_page *pg, void *arg)
     out->bytes_reserved += pg->size;
     out->chunks += pg->used;
     out->bytes_used += (size_t)pg->used * slab_usable_size(pg, NULL);
+    out->bytes_resident += mki_ctx_reached((size_t)(pg->extend - pg->start),
+                                            pg->size, MK_CONFIG_CHECK && pg->live);
 }
 
 static void slab_stats(const mk_ctx *ctx, mk_stats *out)
@@ -452,7 +454,16 @@ static void slab_each_live(mk_ctx *ctx, void (*fn)(mki_page *, void *, void *),
 static int slab_init(mk_ctx *ctx, const mk_ctx_opts *opts)
 {
     mki_slab *s = slab(ctx);
-    if (!opts || opts->chunk_size == 0 || opts->chunk_size > MKI_SLAB_MAX) {
+    if (!opts || opts->chunk_size == 0) {
+        mki_note_einval("mk_ctx_new", ctx->name,
+                        "MK_SLAB needs mk_ctx_opts.chunk_size, its one chunk "
+                        "size (1 byte to 1 MiB)");
+        errno = EINVAL;
+        return -1;
+    }
+    if (opts->chunk_size > MKI_SLAB_MAX) {
+        mki_note_einval("mk_ctx_new", ctx->name,
+                        "MK_SLAB's chunk_size is above 1 MiB");
         errno = EINVAL;
         return -1;
     }
@@ -460,6 +471,9 @@ static int slab_init(mk_ctx *ctx, const mk_ctx_opts *opts)
     if (align == 0) /* the alignment mk_alloc gives this size */
         align = (size <= 8 || (size > 16 && size <= 24)) ? 8 : 16;
     if ((align & (align - 1)) != 0 || align > MKI_PAGE_MAX) {
+        mki_note_einval("mk_ctx_new", ctx->name,
+                        "MK_SLAB's chunk_align is not a power of two up to "
+                        "64 KiB");
         errno = EINVAL;
         return -1;
     }

@@ -22,6 +22,7 @@ void mki_ctx_stats_add(mk_stats *to, const mk_stats *from)
     to->bytes_used += from->bytes_used;
     to->chunks += from->chunks;
     to->bytes_resting += from->bytes_resting;
+    to->bytes_resident += from->bytes_resident;
 }
 
 /* The figures of one context.  With @collect, the chunks other threads
@@ -32,11 +33,17 @@ void mki_ctx_stats_add(mk_stats *to, const mk_stats *from)
  * context (memkit.h's thread rules), which is what makes that safe. */
 static void one(const mk_ctx *ctx, mk_stats *out, int collect)
 {
-    if (collect) /* every list: the context's and (GENERAL) its pages' */
+    /* (a collect is a use of the context, which the checking build marks;
+     * a thread-safe pool's reading of other threads' slabs is not) */
+    int in = collect ? mki_ctx_enter((mk_ctx *)ctx, "mk_ctx_stats") : 0;
+    if (in) /* every list: the context's and (GENERAL) its pages' */
         ctx->ops->collect((mk_ctx *)ctx);
     memset(out, 0, sizeof *out);
     out->contexts = 1;
+    if (collect && !in)
+        return; /* reported */
     ctx->ops->stats(ctx, out); /* (instrumented: requested bytes) */
+    mki_ctx_leave((mk_ctx *)ctx, in);
 }
 
 void mki_ctx_stats_one(const mk_ctx *ctx, mk_stats *out) { one(ctx, out, 1); }
@@ -50,7 +57,7 @@ static int may_collect(const mk_ctx *c, int owned_only)
 int mki_ctx_stats_tree(const mk_ctx *ctx, mk_stats *out, int recurse,
                        int owned_only)
 {
-    if (!ctx || !out) {
+    if (!ctx || !out || mki_ctx_dead(ctx, "mk_ctx_stats")) {
         errno = EINVAL;
         return -1;
     }

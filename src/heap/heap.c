@@ -443,8 +443,8 @@ static MKI_NOINLINE mk_ctx *heap_attach(void)
     mki_os_unlock(&heap_lock);
     if (h)
         mki_ctx_set_owner_tid(h, mki_tid());
-    else
-        h = mk_ctx_new(NULL, "thread", MK_GENERAL, &heap_opts);
+    else if ((h = mk_ctx_new(NULL, "thread", MK_GENERAL, &heap_opts)))
+        h->flags |= MKI_CTX_OWN; /* (not the program's: ctx/record.c) */
     if (h) {
         tls_heap = h;
         update_fast();
@@ -572,8 +572,18 @@ mk_ctx *mk_ctx_current(void)
     return c ? c : heap_get();
 }
 
+/* A switch to a deleted context is reported in every build (its record
+ * says so: ctx/record.c); the checking build also reports a switch to a
+ * context another thread owns (memkit.h: the contract of mk_ctx_switch),
+ * and the switch is then not made. */
 mk_ctx *mk_ctx_switch(mk_ctx *ctx)
 {
+    if (ctx && mki_ctx_dead(ctx, "mk_ctx_switch"))
+        return mk_ctx_current();
+    if (MK_CONFIG_CHECK && ctx && mki_ctx_owner(ctx) != mki_tid()) {
+        mki_error_ctx_owner("mk_ctx_switch", ctx->name, mki_ctx_self());
+        return mk_ctx_current();
+    }
     mk_ctx *prev = mk_ctx_current();
     tls_current = ctx;
     update_fast();

@@ -13,6 +13,7 @@
  * Without the variable, the default arena: the same checks.
  */
 #include "harness.h"
+#include "option.h"
 
 #include <memkit.h>
 #include <pthread.h>
@@ -72,7 +73,7 @@ static void handler(const char *m, void *arg)
 
 static void test_every_size_past_the_arena(void)
 {
-    printf("  arena_mb %ld\n", mk_option_get("arena_mb"));
+    printf("  arena_mb %ld\n", th_option("arena_mb"));
     mk_ctx *c = mk_ctx_new(NULL, "arena", MK_GENERAL, NULL);
     REQUIRE_NOT_NULL(c);
     round_trip(c, 1);

@@ -76,9 +76,8 @@ static void test_new_bad_kind(void)
     }
 }
 
-/* Without options, every kind but MK_SLAB gives a context of its kind; a
- * kind that could not would have to fail cleanly (NULL, EINVAL).  MK_SLAB
- * without opts has no chunk size, so it must stay EINVAL. */
+/* The other kinds with NULL opts: GENERATION and BUMP take their
+ * defaults; MK_SLAB has no chunk size then, so it fails with EINVAL. */
 static void test_new_other_kinds(void)
 {
     const mk_kind kinds[] = {MK_SLAB, MK_GENERATION, MK_BUMP};
@@ -90,9 +89,49 @@ static void test_new_other_kinds(void)
             CHECK_EQ(mk_ctx_kind(c), kinds[i]);
             mk_ctx_delete(c);
         } else {
+            CHECK_EQ(kinds[i], MK_SLAB);
             CHECK_ERRNO(EINVAL);
         }
     }
+}
+
+/* A child that makes a slab without its chunk size, with MEMKIT_VERBOSE
+ * set (at run time) when @arg is not NULL. */
+static void slab_without_size(void *arg)
+{
+    if (arg && mk_option_set("verbose", 1) != 0)
+        _exit(7);
+    errno = 0;
+    if (mk_ctx_new(NULL, "cells", MK_SLAB, NULL) || errno != EINVAL)
+        _exit(3);
+    mk_ctx_opts zero = {.chunk_size = 0};
+    if (mk_ctx_new(NULL, "cells", MK_SLAB, &zero) || errno != EINVAL)
+        _exit(4);
+    mk_ctx_opts align = {.chunk_size = 24, .chunk_align = 24};
+    if (mk_ctx_new(NULL, "cells", MK_SLAB, &align) || errno != EINVAL)
+        _exit(5);
+    _exit(0);
+}
+
+/* EINVAL alone does not say that MK_SLAB needs a chunk size: with
+ * MEMKIT_VERBOSE=1 memkit says it, one line per failure; without, the
+ * failure is the program's to report and memkit prints nothing. */
+static void test_slab_einval_says_why(void)
+{
+    char out[2048];
+    int st = th_run_child(slab_without_size, NULL, out, sizeof out);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_STR_EQ(out, "");
+    st = th_run_child(slab_without_size, "verbose", out, sizeof out);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    const char *need = "memkit: mk_ctx_new(): fails with EINVAL: MK_SLAB needs "
+                       "mk_ctx_opts.chunk_size, its one chunk size (1 byte to "
+                       "1 MiB) (context \"cells\")\n";
+    char want[1024];
+    snprintf(want, sizeof want, "%s%s%s", need, need,
+             "memkit: mk_ctx_new(): fails with EINVAL: MK_SLAB's chunk_align "
+             "is not a power of two up to 64 KiB (context \"cells\")\n");
+    CHECK_STR_EQ(out, want);
 }
 
 /* ---- reset ---------------------------------------------------------------- */
@@ -702,6 +741,7 @@ int main(void)
     RUN(test_reset_keeps_pages);
     RUN(test_new_bad_kind);
     RUN(test_new_other_kinds);
+    RUN(test_slab_einval_says_why);
     RUN(test_reset_frees_and_deletes);
     RUN(test_reset_reuse_distinct);
     RUN(test_delete_descendants_first);

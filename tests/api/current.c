@@ -7,6 +7,7 @@
  * mk_realloc(NULL, n) allocates in the current context.
  */
 #include "harness.h"
+#include "option.h"
 
 #include <memkit.h>
 #include <pthread.h>
@@ -182,7 +183,7 @@ static void *make_bump_child(void *arg)
 
 static void test_exit_keeps_bump_child(void)
 {
-    long old = mk_option_get("purge_delay_ms");
+    long old = th_option("purge_delay_ms");
     mk_option_set("purge_delay_ms", 0); /* freed memory would go at once */
     pthread_t t;
     REQUIRE(pthread_create(&t, NULL, make_bump_child, NULL) == 0);

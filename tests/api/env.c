@@ -12,6 +12,12 @@
  *    MEMKIT_PURGE_THREAD=off gives 0;
  *  - words in any case (Unmap, DONTNEED) and the usual booleans (yes,
  *    true, no, false) are accepted;
+ *  - one rule for every option that has an off: 1/0, yes/no, on/off,
+ *    true/false in any case (MEMKIT_STATS=yes is text, MEMKIT_SECURE=yes
+ *    is on, MEMKIT_PURGE=yes is its default way, dontneed), and signal
+ *    names with and without SIG (USR2, SIGUSR2, sigusr2, 12);
+ *  - the message about an ignored MEMKIT_PROFILE_SIGNAL states the rule
+ *    and the value in force whole, however long the value given;
  *  - values out of range or not numbers (bogus, 4, 12abc, -2, 3600001) are
  *    ignored, with one "memkit: ignoring MEMKIT_X=value: NAME takes ...;
  *    in force: VALUE" line each, naming the values, and the default stays;
@@ -41,11 +47,13 @@
  *    to stderr.
  */
 #include "json.h"
+#include "option.h"
 #include "purge_util.h"
 
-static const char *const option_names[] = {"purge", "purge_delay_ms",
-                                           "purge_thread", "verbose",
-                                           "stats", "valgrind"};
+static const char *const option_names[] = {
+    "purge", "purge_delay_ms", "purge_thread", "verbose", "stats",
+    "valgrind", "secure", "thp", "profile_signal", "report_contexts",
+    "ctx_quarantine"};
 #define NOPT (sizeof option_names / sizeof *option_names)
 
 /* ---- the child's side ---------------------------------------------------- */
@@ -55,9 +63,8 @@ static void c_options(void)
     printf("child: before first use\n");
     fflush(stdout);
     for (size_t i = 0; i < NOPT; i++) {
-        errno = 0;
-        long v = mk_option_get(option_names[i]);
-        CHECK(v != -1 || errno == 0);
+        long v = -2;
+        CHECK_EQ(mk_option_get(option_names[i], &v), 0);
         printf("child: option %s %ld\n", option_names[i], v);
     }
     printf("child: after first use\n");
@@ -66,7 +73,7 @@ static void c_options(void)
 
 static void c_unmap_effect(void)
 {
-    CHECK_EQ(mk_option_get("purge"), 3L);
+    CHECK_EQ(th_option("purge"), 3L);
     pu_snap base = pu_now();
     mk_ctx *ctx = mk_ctx_new(NULL, "peak", MK_GENERAL, NULL);
     REQUIRE_NOT_NULL(ctx);
@@ -75,7 +82,7 @@ static void c_unmap_effect(void)
     pu_limits lim = {base.f.os_committed + 2 * MiB, 0,
                      base.f.os_reserved + 4 * MiB, 0};
     pu_snap after;
-    double delay = (double)mk_option_get("purge_delay_ms") / 1000.0;
+    double delay = (double)th_option("purge_delay_ms") / 1000.0;
     double t = pu_wait(pu_below, &lim, rs_now(), 2 * delay + 1.5, &after);
     pu_print("after", &after);
     CHECK(t >= 0);
@@ -84,7 +91,7 @@ static void c_unmap_effect(void)
 
 static void c_delay0_effect(void)
 {
-    CHECK_EQ(mk_option_get("purge_delay_ms"), 0L);
+    CHECK_EQ(th_option("purge_delay_ms"), 0L);
     pu_snap base = pu_now();
     mk_ctx *ctx = mk_ctx_new(NULL, "peak", MK_GENERAL, NULL);
     REQUIRE_NOT_NULL(ctx);
@@ -200,6 +207,7 @@ static void test_purge_values(void)
     expect_option("MEMKIT_PURGE=Unmap", "purge", 3);
     expect_option("MEMKIT_PURGE=DONTNEED", "purge", 1);
     expect_option("MEMKIT_PURGE=no", "purge", 0);
+    expect_option("MEMKIT_PURGE=yes", "purge", 1); /* (its default way) */
     expect_option("MEMKIT_PURGE_THREAD=no", "purge_thread", 0);
     expect_option("MEMKIT_PURGE_THREAD=False", "purge_thread", 0);
     expect_option("MEMKIT_PURGE_THREAD=yes", "purge_thread", 1);
@@ -214,7 +222,10 @@ static void test_ignored_values(void)
     } bad[] = {
         {"MEMKIT_PURGE=bogus", "purge", 1},
         {"MEMKIT_PURGE=4", "purge", 1},
-        {"MEMKIT_PURGE=yes", "purge", 1}, /* (no "on" among its words) */
+        {"MEMKIT_PURGE=maybe", "purge", 1},
+        {"MEMKIT_STATS=sometimes", "stats", 0},
+        {"MEMKIT_PROFILE_SIGNAL=SIGNOPE", "profile_signal", 0},
+        {"MEMKIT_PROFILE_SIGNAL=32", "profile_signal", 0},
         {"MEMKIT_PURGE_DELAY_MS=12abc", "purge_delay_ms", 100},
         {"MEMKIT_PURGE_DELAY_MS=-2", "purge_delay_ms", 100},
         {"MEMKIT_PURGE_DELAY_MS=3600001", "purge_delay_ms", 100},
@@ -234,12 +245,75 @@ static void test_ignored_values(void)
     const char *purge[] = {"MEMKIT_PURGE=bogus", NULL};
     rs_expect_ok("options", purge, out, sizeof out);
     CHECK_STR_HAS(out, "memkit: ignoring MEMKIT_PURGE=bogus: purge takes off, "
-                       "dontneed, free, unmap; in force: dontneed\n");
+                       "dontneed, free, unmap (also no, false; yes, true: "
+                       "dontneed); in force: dontneed\n");
+    /* a signal's: the rule, not 31 names cut at the line's end; a long
+     * value is shortened, so the line still ends with the value in force */
+    const char *sig[] = {"MEMKIT_PROFILE_SIGNAL=bogus", NULL};
+    rs_expect_ok("options", sig, out, sizeof out);
+    CHECK_STR_HAS(out, "memkit: ignoring MEMKIT_PROFILE_SIGNAL=bogus: "
+                       "profile_signal takes a signal's name (USR2 or "
+                       "SIGUSR2), its number (1 to 31), or off; in force: "
+                       "off\n");
+    static char longv[400] = "MEMKIT_PROFILE_SIGNAL=";
+    for (size_t n = strlen(longv); n < sizeof longv - 1; n++)
+        longv[n] = 'x';
+    const char *sig_long[] = {longv, NULL};
+    rs_expect_ok("options", sig_long, out, sizeof out);
+    CHECK_STR_HAS(out, "memkit: ignoring MEMKIT_PROFILE_SIGNAL=xxxxxxxxxx"
+                       "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...: profile_signal "
+                       "takes a signal's name (USR2 or SIGUSR2), its number "
+                       "(1 to 31), or off; in force: off\n");
     const char *delay[] = {"MEMKIT_PURGE_DELAY_MS=12abc", NULL};
     rs_expect_ok("options", delay, out, sizeof out);
     CHECK_STR_HAS(out, "memkit: ignoring MEMKIT_PURGE_DELAY_MS=12abc: "
                        "purge_delay_ms takes a number from -1 to 3600000; "
                        "in force: 100\n");
+}
+
+/* Every option that has an off takes the same boolean words, in any
+ * case; "yes" means the option's "on" value (stats: text, secure: on,
+ * purge: dontneed, report_contexts: flagged). */
+static void test_boolean_words(void)
+{
+    static const struct {
+        const char *env, *name;
+        long on;
+    } opts[] = {
+        {"MEMKIT_PURGE", "purge", 1},
+        {"MEMKIT_PURGE_THREAD", "purge_thread", 1},
+        {"MEMKIT_VERBOSE", "verbose", 1},
+        {"MEMKIT_STATS", "stats", 1},
+        {"MEMKIT_VALGRIND", "valgrind", 1},
+        {"MEMKIT_SECURE", "secure", 1},
+        {"MEMKIT_THP", "thp", 1},
+        {"MEMKIT_REPORT_CONTEXTS", "report_contexts", 1},
+    };
+    static const struct {
+        const char *word;
+        int yes;
+    } words[] = {{"1", 1},    {"0", 0},     {"yes", 1},  {"no", 0},
+                 {"on", 1},   {"off", 0},   {"true", 1}, {"false", 0},
+                 {"YES", 1},  {"Off", 0},   {"True", 1}, {"NO", 0}};
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+        for (size_t k = 0; k < sizeof words / sizeof *words; k++) {
+            char var[64];
+            snprintf(var, sizeof var, "%s=%s", opts[i].env, words[k].word);
+            expect_option(var, opts[i].name, words[k].yes ? opts[i].on : 0);
+        }
+}
+
+/* Signals by name, with or without SIG, in any case, or by number. */
+static void test_signal_words(void)
+{
+    expect_option("MEMKIT_PROFILE_SIGNAL=SIGUSR2", "profile_signal", 12);
+    expect_option("MEMKIT_PROFILE_SIGNAL=USR2", "profile_signal", 12);
+    expect_option("MEMKIT_PROFILE_SIGNAL=sigusr2", "profile_signal", 12);
+    expect_option("MEMKIT_PROFILE_SIGNAL=usr1", "profile_signal", 10);
+    expect_option("MEMKIT_PROFILE_SIGNAL=12", "profile_signal", 12);
+    expect_option("MEMKIT_PROFILE_SIGNAL=PROF", "profile_signal", 27);
+    expect_option("MEMKIT_PROFILE_SIGNAL=off", "profile_signal", 0);
+    expect_option("MEMKIT_PROFILE_SIGNAL=no", "profile_signal", 0);
 }
 
 static void test_unknown_variable(void)
@@ -524,6 +598,8 @@ int main(int argc, char **argv)
     RUN(test_defaults);
     RUN(test_purge_values);
     RUN(test_ignored_values);
+    RUN(test_boolean_words);
+    RUN(test_signal_words);
     RUN(test_unknown_variable);
     RUN(test_variables_act);
     RUN(test_verbose);

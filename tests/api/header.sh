@@ -10,7 +10,11 @@
 #    deliberate (void)mk_strdup / (void)mk_alloc / (void)mk_pool_alloc,
 #    which must compile quietly (-Wunused-result is an error here);
 #  - ignoring mk_realloc's result must not compile under
-#    -Werror=unused-result (the chunk may have moved: always a bug).
+#    -Werror=unused-result (the chunk may have moved: always a bug);
+#  - a file that uses MK_POOL_DECLARE and calls one of its functions
+#    compiles under -Wall -Wextra -Werror with CC and with clang where it
+#    is installed (clang warns about every unused static inline function
+#    a file defines, unless it is marked unused).
 set -eu
 cc=$1 cxx=$2 inc=$3 lib=$4 src=$5
 libdir=$(dirname "$lib")
@@ -58,6 +62,24 @@ C
   cat "$tmp/discard.err"; fail "a deliberate (void) discard or MK_POOL_DECLARE warns in C11"; }
 "$tmp/discard" || fail "discard.c failed"
 echo "C11, (void) discards and MK_POOL_DECLARE: ok"
+
+cat >"$tmp/one_used.c" <<'C'
+#include <memkit.h>
+typedef struct { int a, b; } pair;
+MK_POOL_DECLARE(pair, pair)
+int main(void)
+{
+    pair_pool *pp = pair_pool_new("pairs", 0);
+    return pp == NULL;
+}
+C
+for c in "$cc" clang; do
+  command -v "$c" >/dev/null 2>&1 || { echo "$c: not installed, skipped"; continue; }
+  "$c" -std=c11 -Wall -Wextra -Werror -I"$inc" -c "$tmp/one_used.c" \
+    -o "$tmp/one_used.o" 2>"$tmp/one_used.err" || {
+    cat "$tmp/one_used.err"; fail "$c warns about MK_POOL_DECLARE's unused functions"; }
+done
+echo "MK_POOL_DECLARE with one function used, -Wall -Werror: ok"
 
 cat >"$tmp/ignored.c" <<'C'
 #include <memkit.h>

@@ -42,6 +42,7 @@
  *    peak rule), not only the segments' free units.
  */
 #include "harness.h"
+#include "option.h"
 
 #include <memkit.h>
 
@@ -84,7 +85,7 @@ static void figures(size_t *live, size_t *cache)
  * delay to restore. */
 static long hold_pages(void)
 {
-    long was = mk_option_get("purge_delay_ms");
+    long was = th_option("purge_delay_ms");
     CHECK_EQ(mk_option_set("purge_delay_ms", 3600000), 0);
     return was;
 }
@@ -230,7 +231,7 @@ static void *block_after(void *p)
  * value to restore. */
 static long thp_off(void)
 {
-    long was = mk_option_get("thp");
+    long was = th_option("thp");
     CHECK_EQ(mk_option_set("thp", 0), 0);
     return was;
 }
@@ -418,7 +419,7 @@ static void test_tail_budget(void)
 static void no_moves(int costly)
 {
     size_t live, cache, cache0;
-    long delay, thp = mk_option_get("thp");
+    long delay, thp = th_option("thp");
     CHECK_EQ(mk_option_set("thp", 1), 0); /* (the default, whatever the
                                               environment says) */
     mki_os_moves_costly_set(costly);

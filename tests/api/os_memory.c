@@ -12,6 +12,7 @@
  * they must come back to the baseline exactly.
  */
 #include "harness.h"
+#include "option.h"
 
 #include <memkit.h>
 
@@ -96,7 +97,7 @@ static void test_delete_then_trim(void)
 /* purge_delay_ms = 0: no trim needed. */
 static void test_delete_no_delay(void)
 {
-    long old = mk_option_get("purge_delay_ms");
+    long old = th_option("purge_delay_ms");
     CHECK_EQ(mk_option_set("purge_delay_ms", 0), 0);
     for (int round = 0; round < 2; round++) {
         size_t base = mki_os_committed(), meta0 = mki_meta_bytes();

@@ -4,9 +4,14 @@
  * allocations (alone and recursive; NULL arguments), mk_ctx_stats_print
  * (one indented line per context, then a totals line, figures matching
  * mk_ctx_stats), mk_process_stats (OS figures follow a huge chunk), and
- * mk_trim (gives back what deleted contexts left empty).
+ * mk_trim (gives back what deleted contexts left empty), and the resident
+ * figure: one 4000-byte chunk in a new page is 4096 bytes resident of a
+ * larger reservation, and the printed line calls free only what is
+ * resident and unused ("4096 resident, 4096 used, 0 free"), for every
+ * kind, large and huge chunks included.
  */
 #include "harness.h"
+#include "option.h"
 
 #include <memkit.h>
 
@@ -22,9 +27,12 @@ static void check_consistent(const mk_stats *st, int line)
 {
     th_checks++;
     if (st->bytes_free != st->bytes_reserved - st->bytes_used ||
-        st->bytes_used > st->bytes_reserved)
-        th_fail(__FILE__, line, "inconsistent: reserved %zu used %zu free %zu",
-                st->bytes_reserved, st->bytes_used, st->bytes_free);
+        st->bytes_used > st->bytes_reserved ||
+        st->bytes_resident > st->bytes_reserved ||
+        st->bytes_resident < st->bytes_used)
+        th_fail(__FILE__, line, "inconsistent: reserved %zu resident %zu used "
+                "%zu free %zu", st->bytes_reserved, st->bytes_resident,
+                st->bytes_used, st->bytes_free);
 }
 
 static void test_empty(void)
@@ -313,6 +321,78 @@ static void test_print(void)
 
 /* ---- process figures and trim ------------------------------------------- */
 
+/* Reserved address space is not resident memory: a chunk reaches the
+ * OS pages it covers, and the printed "free" is the resident memory no
+ * chunk uses. */
+static void test_resident(void)
+{
+    mk_ctx *c = mk_ctx_new(NULL, "one", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(c);
+    CHECK_NOT_NULL(mk_alloc(c, 4000));
+    mk_stats st = get(c, 0);
+    check_consistent(&st, __LINE__);
+    CHECK_GT(st.bytes_reserved, 4096u);
+    CHECK_EQ(st.bytes_resident, 4096u);
+    char buf[1024];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    REQUIRE_NOT_NULL(f);
+    mk_ctx_stats_print(c, f);
+    fclose(f);
+    char want[256];
+    /* (4096 used: the chunk's class; 4000 where contexts are instrumented,
+     * under a sanitizer or Valgrind, which count the bytes asked for) */
+    snprintf(want, sizeof want, "one (general): 1 blocks, %zu bytes reserved, "
+             "4096 resident, %zu used, %zu free, 1 chunks\n",
+             st.bytes_reserved, st.bytes_used, 4096 - st.bytes_used);
+    CHECK_STR_HAS(buf, want);
+    /* more chunks reach more pages */
+    for (int i = 0; i < 3; i++)
+        CHECK_NOT_NULL(mk_alloc(c, 4000));
+    st = get(c, 0);
+    check_consistent(&st, __LINE__);
+    CHECK_EQ(st.bytes_resident, 4u * 4096);
+    /* a large and a huge chunk: their size, in whole pages */
+    mk_ctx *l = mk_ctx_new(c, "large", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(l);
+    CHECK_NOT_NULL(mk_alloc(l, 100000));
+    st = get(l, 0);
+    check_consistent(&st, __LINE__);
+    CHECK_EQ(st.bytes_resident, (size_t)102400);
+    mk_ctx *h = mk_ctx_new(c, "huge", MK_GENERAL, NULL);
+    REQUIRE_NOT_NULL(h);
+    CHECK_NOT_NULL(mk_alloc(h, (size_t)3 << 20));
+    st = get(h, 0);
+    check_consistent(&st, __LINE__);
+    CHECK_GE(st.bytes_resident, (size_t)3 << 20); /* (instrumented: and */
+    CHECK_LE(st.bytes_resident, ((size_t)3 << 20) + 4096); /* its tail) */
+    size_t huge = st.bytes_resident;
+    size_t sum = 4u * 4096 + 102400 + huge;
+    /* the other kinds: up to their fill point, in whole OS pages, within
+     * their block (a first block may be smaller than an OS page) */
+    mk_ctx_opts so = {.chunk_size = 64, .block_size = 0};
+    mk_ctx_opts big = {.block_size = 65536};
+    const struct { mk_kind kind; const mk_ctx_opts *opts; } kinds[] = {
+        {MK_SLAB, &so}, {MK_GENERATION, NULL}, {MK_BUMP, NULL},
+        {MK_GENERATION, &big}, {MK_BUMP, &big}};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        mk_ctx *o = mk_ctx_new(c, "other", kinds[k].kind, kinds[k].opts);
+        REQUIRE_NOT_NULL(o);
+        CHECK_NOT_NULL(mk_alloc(o, 64));
+        st = get(o, 0);
+        check_consistent(&st, __LINE__);
+        size_t page = st.bytes_reserved < 4096 ? st.bytes_reserved : 4096;
+        CHECK_EQ(st.bytes_resident, page);
+        if (kinds[k].opts == &big)
+            CHECK_EQ(st.bytes_reserved, (size_t)65536);
+        sum += st.bytes_resident;
+    }
+    /* the tree's totals add up */
+    st = get(c, 1);
+    check_consistent(&st, __LINE__);
+    CHECK_EQ(st.bytes_resident, sum);
+    mk_ctx_delete(c);
+}
+
 static void test_process_stats(void)
 {
     mk_process_figures a, b, c;
@@ -341,7 +421,7 @@ static void test_process_stats(void)
 
 static void test_trim(void)
 {
-    long old = mk_option_get("purge_delay_ms");
+    long old = th_option("purge_delay_ms");
     CHECK_EQ(mk_option_set("purge_delay_ms", -1), 0); /* keep empty ones */
     mk_process_figures a, b, c;
     mk_trim();
@@ -375,6 +455,7 @@ int main(void)
     RUN(test_known_allocations);
     RUN(test_recurse);
     RUN(test_print);
+    RUN(test_resident);
     RUN(test_process_stats);
     RUN(test_trim);
     return th_done();

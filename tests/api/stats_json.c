@@ -145,6 +145,7 @@ static void check_node(const jn *node, int want, int depth)
     CHECK_EQ(jn_int(node, "bytes_free", &ok), (long long)st.bytes_free);
     CHECK_EQ(jn_int(node, "chunks", &ok), (long long)st.chunks);
     CHECK_EQ(jn_int(node, "bytes_resting", &ok), (long long)st.bytes_resting);
+    CHECK_EQ(jn_int(node, "bytes_resident", &ok), (long long)st.bytes_resident);
     CHECK(ok);
     CHECK_EQ(st.bytes_free, st.bytes_reserved - st.bytes_used);
     if (live[want] >= 0)
@@ -202,6 +203,7 @@ static void check_document(const char *text, int root, size_t ncontexts)
     CHECK_EQ(jn_int(tot, "bytes_free", &ok), (long long)st.bytes_free);
     CHECK_EQ(jn_int(tot, "chunks", &ok), (long long)st.chunks);
     CHECK_EQ(jn_int(tot, "bytes_resting", &ok), (long long)st.bytes_resting);
+    CHECK_EQ(jn_int(tot, "bytes_resident", &ok), (long long)st.bytes_resident);
     CHECK(ok);
     jn_free(doc);
 }

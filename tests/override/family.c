@@ -25,6 +25,7 @@
 #include "family.h"
 
 #include <memkit.h>
+#include "option.h"
 
 static size_t heap_chunks(void)
 {
@@ -201,7 +202,7 @@ static void test_free_context_chunks(void)
 
 static void test_trim_gives_back(void)
 {
-    long old = mk_option_get("purge_delay_ms");
+    long old = th_option("purge_delay_ms");
     CHECK_EQ(mk_option_set("purge_delay_ms", -1), 0); /* only a trim purges */
     enum { N = 48 };
     void *ps[N];

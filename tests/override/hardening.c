@@ -418,11 +418,13 @@ static const struct {
 static int rx_child(const char *name, const char *arg)
 {
     rx_begin(name);
-    long (*option_get)(const char *) =
-        (long (*)(const char *))dlsym(RTLD_DEFAULT, "mk_option_get");
+    int (*option_get)(const char *, long *) =
+        (int (*)(const char *, long *))dlsym(RTLD_DEFAULT, "mk_option_get");
     long want = getenv("MEMKIT_SECURE") ? atol(getenv("MEMKIT_SECURE")) : 0;
+    long secure = -1;
     if (getenv("HX_GLIBC") ? option_get != NULL
-                           : !option_get || option_get("secure") != want) {
+                           : !option_get || option_get("secure", &secure) != 0 ||
+                                 secure != want) {
         rx_expect("not on the allocator, or not in the mode asked for");
         return 3;
     }

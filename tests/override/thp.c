@@ -14,6 +14,7 @@
  * tunable asks it to.
  */
 #include "harness.h"
+#include "option.h"
 
 #include <memkit.h>
 #include <stdint.h>
@@ -93,7 +94,7 @@ static void test_zeroed_not_advised(void)
 
 static void test_option_off(void)
 {
-    CHECK_EQ(mk_option_get("thp"), 1); /* the default */
+    CHECK_EQ(th_option("thp"), 1); /* the default */
     CHECK_EQ(mk_option_set("thp", 0), 0);
     CHECK_EQ(fresh_chunk_advised(0), 0);
     CHECK_EQ(mk_option_set("thp", 1), 0);

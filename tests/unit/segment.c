@@ -18,6 +18,7 @@
  * the next cut, zeroed.
  */
 #include "harness.h"
+#include "option.h"
 
 #include <memkit.h>
 #include <pthread.h>
@@ -265,7 +266,7 @@ static size_t seg_reserved(void)
  * counts once per segment; trim decommits free OS pages. */
 static void test_commit_accounting(void)
 {
-    long old = mk_option_get("purge_delay_ms");
+    long old = th_option("purge_delay_ms");
     mk_option_set("purge_delay_ms", -1);
     mk_trim();
     CHECK_EQ(mki_segment_count(), 0u);
@@ -336,8 +337,8 @@ static void test_commit_accounting(void)
  * that long and another segment becomes empty (docs/OPTIONS.md). */
 static void test_purge_delay(void)
 {
-    long old = mk_option_get("purge_delay_ms");
-    long mode = mk_option_get("purge");
+    long old = th_option("purge_delay_ms");
+    long mode = th_option("purge");
     /* unmap: an empty segment goes back whole (in dontneed mode a few are
      * kept, decommitted; tests/unit/purge.c) */
     CHECK_EQ(mk_option_set("purge", 3), 0);
@@ -537,7 +538,7 @@ static void test_huge(void)
  * sqlite3, 241 walks that took nothing). */
 static void test_shed_not_repeated(void)
 {
-    long old = mk_option_get("purge_delay_ms"), mode = mk_option_get("purge");
+    long old = th_option("purge_delay_ms"), mode = th_option("purge");
     CHECK_EQ(mk_option_set("purge", 1), 0);
     CHECK_EQ(mk_option_set("purge_delay_ms", 60000), 0);
     mk_trim();
@@ -601,7 +602,7 @@ static void test_shed_not_repeated(void)
  * that, each followed by faults). */
 static void test_shed_two_pools(void)
 {
-    long old = mk_option_get("purge_delay_ms"), mode = mk_option_get("purge");
+    long old = th_option("purge_delay_ms"), mode = th_option("purge");
     CHECK_EQ(mk_option_set("purge", 1), 0);
     CHECK_EQ(mk_option_set("purge_delay_ms", 60000), 0);
     mk_trim();

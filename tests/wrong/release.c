@@ -60,6 +60,7 @@
  * tests/override/hardening.c runs the same errors through the drop-in.
  */
 #include "harness.h"
+#include "option.h"
 #include "wrong/reexec.h"
 
 #include <memkit.h>
@@ -908,7 +909,7 @@ static int rx_child(const char *name, const char *arg)
     rx_begin(name);
     /* the mode the parent asked for must be the mode in force */
     long want = getenv("MEMKIT_SECURE") ? atol(getenv("MEMKIT_SECURE")) : 0;
-    if (mk_option_get("secure") != want) {
+    if (th_option("secure") != want) {
         rx_expect("secure mode is not what the test asked for");
         return 3;
     }
