@@ -282,6 +282,8 @@ void mki_ctx_fork(int phase)
  * whichever thread freed it.  Written without allocating; skipped if a
  * thread holds the lists (a process that exits while another thread makes
  * or deletes a context). */
+#if MK_CONFIG_CHECK /* (no destructor in the release build: a page at
+                        * every program's exit) */
 __attribute__((destructor)) static void report_at_exit(void)
 {
     long mode = mki_option(MKI_OPT_REPORT_CONTEXTS);
@@ -299,3 +301,4 @@ __attribute__((destructor)) static void report_at_exit(void)
     }
     mki_os_unlock(&records_lock);
 }
+#endif
