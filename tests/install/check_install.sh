@@ -143,7 +143,7 @@ for page in man1/memkit-run.1 man3/memkit-malloc.3; do
 done
 grep -q 'MEMKIT_PURGE_DELAY_MS' "$(find "$tmp/prefix" -name memkit-malloc.3)" ||
     { echo "memkit-malloc(3) does not list the environment"; exit 1; }
-cc -D_GNU_SOURCE -fno-builtin "$src/tests/run/subject.c" -o "$tmp/subject"
+cc -D_GNU_SOURCE -fno-builtin "$src/tests/run/subject.c" -o "$tmp/subject" -ldl
 mv "$tmp/prefix" "$tmp/moved"
 run="$tmp/moved/bin/memkit-run"
 status=0
