@@ -27,9 +27,8 @@
  *
  * Which workloads an allocator joins is its `joins` set (BJ_*), not derived
  * from what it can do: a BUMP context cannot free one chunk, so it is not in
- * W1 free-oldest or W2; a SLAB context could be reset, but issue 3 asks for
- * SLAB in free-oldest only, and the quick suite's time is better spent
- * elsewhere.  An operation an allocator does not support is a stub that
+ * W1 free-oldest or W2; a SLAB context could be reset, but SLAB is measured
+ * in free-oldest only: the quick suite's time is better spent elsewhere.  An operation an allocator does not support is a stub that
  * aborts (ba_no_*): it is never called, because the workloads that would
  * call it are not in its `joins`.
  *

@@ -27,7 +27,7 @@
  * peak; the kernel reads statm itself at the exact ends of the phases.
  * The figures, in the line's " key=value" form (r->extra):
  *   rss1s_kib     the first sample 1 s or more after the peak (the moment
- *                 the last buffer was touched): the issue's "within 1 s
+ *                 the last buffer was touched): the claim's "within 1 s
  *                 after the peak";
  *   churn_kib     RSS at the end of the churn (8 MiB of objects live);
  *   quiet_kib     RSS at the end of the quiet phase;
