@@ -11,10 +11,12 @@
  * the statistic of the verdict - drawn from the 1x line up (better than
  * the system allocator) or down (worse), on a log scale so that 2x and
  * 0.5x are the same length.  A whisker shows the same mean taken over
- * the runs' least and most favourable ratios: where it crosses the 1x
- * line the runs leave the order open, and memkit's value label gets a
- * '~'.  Bars past the scale are cut at its end, with their value
- * printed.  This is mimalloc-bench's chart turned the way the report
+ * the runs' least and most favourable ratios (every cell's worst luck
+ * at once: a wide bound); when under half of the table's cells are
+ * settled by their runs (summary.h) the bar is paler and memkit's value
+ * label gets a '~'.  Bars past the scale (16x, 1/16x) are cut at its
+ * end and notched, their value in memkit's label or the peer's hover
+ * title.  This is mimalloc-bench's chart turned the way the report
  * reads (> 1 = better) and with the run-to-run spread made visible.
  *
  * Each bar carries its figures as attributes (data-col, data-measure,
@@ -256,12 +258,10 @@ static void draw_panel(FILE *f, int fam, int memory, double x0, double top, doub
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
                    "stroke-width=\"%s\"/>\n"
                    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\" "
-                   "fill=\"#444444\">%s</text>\n",
+                   "fill=\"#444444\"%s>%s</text>\n",
                 px, y, px + pw, y, e ? "#e3e3e3" : "#333333", e ? "1" : "1.5", px - 5, y + 3.5,
-                lab);
+                e ? "" : " font-weight=\"bold\"", lab);
     }
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" fill=\"#333333\">= %s</text>\n",
-            px + pw - 2 - 6.0 * (double)(strlen(base) + 2), y_of(&s, 1) - 3, base);
     double gw = pw / p.ntables;
     for (int t = 0; t < p.ntables; t++) {
         int nb = 0;
@@ -280,7 +280,7 @@ static void draw_panel(FILE *f, int fam, int memory, double x0, double top, doub
                 continue;
             double bx = gx + k++ * bw, y1 = y_of(&s, 1), yv = y_of(&s, fig->geo);
             int cut = log2(fig->geo) > s.hi || log2(fig->geo) < s.lo;
-            int open = summary_unsettled(fig->lo, fig->hi);
+            int open = fig->open;
             fprintf(f, "<g><title>%s, ", bench_col_name(p.cols[c]));
             xml(f, gname);
             fprintf(f, ": %.2fx %s's %s (runs %.2f..%.2fx; %d cell%s%s)</title>", fig->geo, base,
@@ -299,7 +299,10 @@ static void draw_panel(FILE *f, int fam, int memory, double x0, double top, doub
             fprintf(f, "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\" stroke=\"#222222\" "
                        "stroke-width=\"0.8\" fill=\"none\"/>",
                     cx, ylo, yhi, cx - 2.5, ylo, cx + 2.5, cx - 2.5, yhi, cx + 2.5);
-            if (is_memkit(fam, p.cols[c]) || cut) {
+            if (cut) /* a bar past the scale: a white notch near its end */
+                fprintf(f, "<path d=\"M%.1f %.1fl%.1f -4\" stroke=\"#ffffff\" stroke-width=\"2\"/>",
+                        bx + 1, yv + (fig->geo >= 1 ? 8 : -6), bw - 2);
+            if (is_memkit(fam, p.cols[c])) {
                 char v[24];
                 snprintf(v, sizeof v, fig->geo >= 10 ? "%.0fx%s" : fig->geo >= 0.095 ? "%.1fx%s"
                                                                       : "%.2fx%s",
@@ -371,9 +374,9 @@ static void header(FILE *f, int height, const char *subtitle)
             W, height, W, height, MARGIN, MARGIN);
     xml(f, subtitle);
     fprintf(f, "</text>\n<text x=\"%d\" y=\"58\" font-size=\"11\" fill=\"#444444\">Each bar: "
-               "one table of memkit-bench, the geometric mean of its cells' ratios (log scale; "
-               "above the dark 1x line = better than the system allocator). Whiskers: the runs' "
-               "range; ~ = within it.</text>\n",
+               "one table, the geometric mean of its cells' ratios, log scale: above the dark 1x "
+               "line = better than the system allocator. Whiskers: the runs' range; pale, ~: not "
+               "settled by them; notched: past the scale.</text>\n",
             MARGIN);
 }
 

@@ -39,7 +39,7 @@ static const struct legend {
     {"W1M", "palloc test via malloc",
      "W1's free-oldest pattern through malloc/free, in a child process under each "
      "malloc drop-in (LD_PRELOAD)"},
-    {"W2M", "24/48 B objects via malloc",
+    {"W2M", "W2 via malloc",
      "W2 through malloc/free, in a child process under each malloc drop-in"},
     {"W6", "threads",
      "malloc from 1, 2 and 4 threads (--threads): a Larson-style server, "

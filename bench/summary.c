@@ -103,9 +103,9 @@ static int in_family(const char *workloads, const bench_section *s)
     return workloads ? in_list(workloads, s->workload) : (s->tags & REPORT_DROPIN) != 0;
 }
 
-int summary_unsettled(double lo, double hi)
+int summary_agg_open(const summary_agg *a)
 {
-    return lo > 0 && lo < 1.0 && hi > 1.0;
+    return a->tables && 2 * a->open > a->tables;
 }
 
 const char *summary_table_name(int section, char *buf, size_t len)
@@ -147,8 +147,9 @@ static int tables_of(const char *workloads, int memory, int col, int base, summa
             llo += log(lo);
             lhi += log(hi);
             t.cells++;
-            int open = summary_unsettled(lo, hi);
+            int open = lo < 1.0 && hi > 1.0;
             t.unsettled += open;
+            t.better += x > 1.0 && !open;
             t.worse += x < 1.0 && !open;
         }
         if (!t.cells)
@@ -156,6 +157,7 @@ static int tables_of(const char *workloads, int memory, int col, int base, summa
         t.geo = exp(lg / t.cells);
         t.lo = exp(llo / t.cells);
         t.hi = exp(lhi / t.cells);
+        t.open = 2 * (t.geo >= 1.0 ? t.better : t.worse) < t.cells;
         out[n++] = t;
     }
     return n;
@@ -176,8 +178,9 @@ static summary_agg aggregate(const summary_table *t, int n)
         lhi += log(t[i].hi);
         a.cells += t[i].cells;
         a.unsettled_cells += t[i].unsettled;
-        if (summary_unsettled(t[i].lo, t[i].hi) ||
-            (t[i].geo < SUMMARY_EVEN && t[i].geo > 1 / SUMMARY_EVEN))
+        if (t[i].open)
+            a.open++;
+        else if (t[i].geo < SUMMARY_EVEN && t[i].geo > 1 / SUMMARY_EVEN)
             a.even++;
         else if (t[i].geo >= 1.0)
             a.ahead++;
@@ -252,9 +255,9 @@ static void wrap_words(wrap *w, const char *text)
     }
 }
 
-static const char *mark(double lo, double hi)
+static const char *mark(int open)
 {
-    return summary_unsettled(lo, hi) ? "~" : "";
+    return open ? "~" : "";
 }
 
 /* The cells' figures of @l, measure @memory, against the baseline:
@@ -290,10 +293,15 @@ static void cells_line(FILE *out, const struct line *l, int memory, int base,
     qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
     double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
     double geo = exp(logs / n);
-    fprintf(out, "%22sover the %d cell%s: median %.2fx, geomean %.2fx, lowest %.2fx, highest "
-                 "%.2fx", "", n, n == 1 ? "" : "s", median, geo, v[ilo], v[ihi]);
+    char text[320];
+    int len = snprintf(text, sizeof text, "over the %d cell%s: median %.2fx, geomean %.2fx, "
+                       "lowest %.2fx, highest %.2fx", n, n == 1 ? "" : "s", median, geo, v[ilo],
+                       v[ihi]);
     if (open)
-        fprintf(out, "; %d within their runs' spread (~)", open);
+        snprintf(text + len, sizeof text - (size_t)len, "; %d within their runs' spread (~)", open);
+    wrap cw = {out, 22, 22};
+    fprintf(out, "%22s", "");
+    wrap_words(&cw, text);
     fprintf(out, "\n");
     /* do the three figures tell one story?  If not, say why */
     if (nt > 1 && ((median >= 1) != (bytable >= 1) || (geo >= 1) != (bytable >= 1) ||
@@ -302,10 +310,10 @@ static void cells_line(FILE *out, const struct line *l, int memory, int base,
         int most = 0;
         for (int i = 1; i < nt; i++)
             most = t[i].cells > t[most].cells ? i : most;
-        char tn[64], text[640];
+        char tn[64], why[640];
         const bench_section *slo = report_get_section(rows[ilo]->section),
                             *shi = report_get_section(rows[ihi]->section);
-        snprintf(text, sizeof text,
+        snprintf(why, sizeof why,
                  "(they differ: the first figure weighs each of the %d tables once; over the "
                  "cells, %s holds %d of the %d, and the extremes are %s %s %s %.2fx and %s %s "
                  "%s %.2fx)", nt, summary_table_name(t[most].section, tn, sizeof tn),
@@ -313,7 +321,7 @@ static void cells_line(FILE *out, const struct line *l, int memory, int base,
                  shi->workload, shi->name, rows[ihi]->cell, v[ihi]);
         wrap w = {out, 22, 22};
         fprintf(out, "%22s", "");
-        wrap_words(&w, text);
+        wrap_words(&w, why);
         fprintf(out, "\n");
     }
     /* the cells where memkit is behind the baseline, worst first */
@@ -364,11 +372,11 @@ static int measure_lines(FILE *out, const struct line *l, int memory)
              bench_col_name(base));
     wrap w = {out, 0, 22};
     snprintf(item, sizeof item, "%s%.2fx%s by table (%d table%s:", head, a.geo,
-             mark(a.lo, a.hi), nt, nt == 1 ? "" : "s");
+             mark(summary_agg_open(&a)), nt, nt == 1 ? "" : "s");
     wrap_put(&w, item);
     for (int i = 0; i < nt; i++) {
         snprintf(item, sizeof item, " %s %.2fx%s%s", summary_table_name(t[i].section, tn,
-                 sizeof tn), t[i].geo, mark(t[i].lo, t[i].hi), i + 1 < nt ? "," : ")");
+                 sizeof tn), t[i].geo, mark(t[i].open), i + 1 < nt ? "," : ")");
         wrap_put(&w, item);
     }
     fprintf(out, "\n");
@@ -380,8 +388,9 @@ static int measure_lines(FILE *out, const struct line *l, int memory)
             continue;
         summary_agg pa = aggregate(pt, np);
         fprintf(out, "          vs %-9s%.2fx%s by table (%d table%s: ahead in %d, behind in "
-                     "%d, even in %d)\n", bench_col_name(*p), pa.geo,
-                mark(pa.lo, pa.hi), np, np == 1 ? "" : "s", pa.ahead, pa.behind, pa.even);
+                     "%d, even in %d, not settled in %d)\n", bench_col_name(*p), pa.geo,
+                mark(summary_agg_open(&pa)), np, np == 1 ? "" : "s", pa.ahead, pa.behind,
+                pa.even, pa.open);
     }
     return 1;
 }
@@ -392,7 +401,8 @@ void summary_print(FILE *out)
                  "better ==\n"
                  "  (first the geometric mean over the tables of each table's geometric mean, "
                  "the verdict's figure;\n"
-                 "  then the same cells' median and geometric mean; ~ = the runs leave it open)\n");
+                 "  then the same cells' median and geometric mean; ~ = the runs leave it open: "
+                 "under half of the\n  cells, or tables, settled)\n");
     int any = 0;
     for (size_t k = 0; k < sizeof lines / sizeof lines[0]; k++) {
         const struct line *l = &lines[k];

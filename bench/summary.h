@@ -7,8 +7,15 @@
  * cells' ratios, and a family's is the geometric mean of its tables'
  * figures, so that a table of 40 cells (W1M) weighs as much as a table of
  * one (W8).  The same is done with each cell's least and most favourable
- * ratio (report_ratio_range) to give a range; a figure whose range holds 1
- * is "unsettled": the runs do not say which allocator is better.
+ * ratio (report_ratio_range) to give a range, which the chart draws.
+ *
+ * Whether the runs settle a figure is decided by its cells, not by that
+ * range (which assumes every cell had its worst luck at once, and so
+ * holds 1 for most tables of a busy machine): a cell is settled when its
+ * range does not hold 1 (report_unsettled), a table when at least half its
+ * cells are settled in the direction of its figure, and a family's figure
+ * when at least half its tables are.  A table is then ahead, behind, even
+ * (settled, within SUMMARY_EVEN of 1) or open.
  */
 #ifndef BENCH_SUMMARY_H
 #define BENCH_SUMMARY_H
@@ -43,7 +50,8 @@ const int *summary_family_peers(int fam);
 typedef struct summary_table {
     int section;
     int cells, unsettled; /* cells, and those whose runs overlap */
-    int worse;            /* cells where @col is behind, settled */
+    int better, worse;    /* cells where @col is ahead, behind, settled */
+    int open;             /* the runs do not settle the table's figure */
     double geo, lo, hi;   /* geometric means of the ratios and their ranges */
 } summary_table;
 
@@ -55,15 +63,18 @@ int summary_tables(int fam, int memory, int col, int base, summary_table *out, i
 /* Those tables as one figure. */
 typedef struct summary_agg {
     int tables, cells, unsettled_cells;
-    int ahead, behind, even; /* tables where @col is ahead, behind (by more than
-                                SUMMARY_EVEN, beyond the runs' spread), neither */
-    double geo, lo, hi;      /* geometric means over the tables (0: no table) */
+    int ahead, behind;  /* tables where @col is ahead, behind by more than
+                           SUMMARY_EVEN, settled */
+    int even, open;     /* tables settled within SUMMARY_EVEN; not settled */
+    double geo, lo, hi; /* geometric means over the tables (0: no table) */
 } summary_agg;
+
+/** Is the family figure @p a left open by the runs (most of its tables
+ *  not settled)? */
+int summary_agg_open(const summary_agg *a);
 
 summary_agg summary_aggregate(int fam, int memory, int col, int base);
 
-/** Does a figure with range [@p lo, @p hi] leave the order open? */
-int summary_unsettled(double lo, double hi);
 
 /** "W6 larson" or "W2" (a workload with one table of this measure): a
  *  table's short name (into @p buf). */

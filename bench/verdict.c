@@ -38,7 +38,7 @@ enum { MAXTABLES = 32, MAXLOSSES = 64 };
  * settled" (the runs leave it open) into @buf. */
 static const char *words(const summary_agg *a, int memory, char *buf, size_t len)
 {
-    int open = summary_unsettled(a->lo, a->hi);
+    int open = summary_agg_open(a);
     const char *w = open ? "not settled"
                     : a->geo >= EVEN ? (memory ? "less memory" : "faster")
                     : a->geo <= 1 / EVEN ? (memory ? "more memory" : "slower")
@@ -71,7 +71,7 @@ static int losses_of(int fam, int memory, int col, int vs, loss *out, int n)
     summary_table t[MAXTABLES];
     int nt = summary_tables(fam, memory, col, vs, t, MAXTABLES);
     for (int i = 0; i < nt && n < MAXLOSSES; i++)
-        if (t[i].geo < LOSS && !summary_unsettled(t[i].lo, t[i].hi))
+        if (t[i].geo < LOSS && !t[i].open)
             out[n++] = (loss){fam, memory, vs, t[i].section, t[i].geo};
     return n;
 }
@@ -117,7 +117,7 @@ void verdict_print(FILE *out, const char *warning)
                  "  (> 1 = memkit better: 2.00x = half the time, or half the memory; each figure "
                  "is the geometric\n"
                  "  mean over the tables of each table's own; [a/n] = ahead in a of n tables; "
-                 "~ = within the runs' spread)\n");
+                 "~ = most tables not settled)\n");
     fprintf(out, "  %-9s %-12s  %-26s  %s\n", "", "", "time", "memory");
     int rows = 0;
     loss l[MAXLOSSES];
