@@ -2,13 +2,14 @@
 # this file only wraps it.  See README.md.
 #
 #   make              build libraries, tests, benchmarks, examples (./build)
-#   make test         build, then run every test (ctest): 167 tests, 2 min
-#                     10 s measured on a 2-core machine shared with other
-#                     work (load average 1.2 to 4.3), the build done; a
-#                     build from clean adds about 1 min
+#   make test         build, then run every test (ctest): 168 tests, 1 min
+#                     47 s and 2 min 10 s in two runs on a 2-core machine
+#                     shared with other work (load average 1.2 to 4.8),
+#                     the build done; a build from clean adds about 1 min
 #   make test-quick   build, then the api/, unit/, wrong/, run/ and tools/
 #                     tests only (ctest -L quick, 80 tests): the common
-#                     loop, 27 s measured on the same machine (load 4.5)
+#                     loop, 20 s and 27 s on the same machine (load 4.5
+#                     to 5.3)
 #   make bench        build, then run the quick benchmark suite (about 5-7 min on 2 cores);
 #                     it opens with a verdict and writes bench/results/bench-chart.svg
 #   make bench-chart  the same, then copy the chart to docs/bench-chart.svg (the README's)

@@ -308,6 +308,7 @@ static void draw_panel(FILE *f, int fam, int memory, double x0, double top, doub
                                                                       : "%.2fx%s",
                          fig->geo, open ? "~" : "");
                 double ty = fig->geo >= 1 ? fmin(yv, yhi) - 3 : fmax(yv, ylo) + 10;
+                ty = fmin(fmax(ty, top + 9), top + PLOT_H + 9); /* inside the plot's band */
                 fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\"%s>"
                            "%s</text>", cx, ty, is_memkit(fam, p.cols[c]) ? " font-weight=\"bold\"" : "",
                         v);

@@ -348,7 +348,7 @@ static void print_flat(FILE *out, int sec, const int *ids, int n, const int *oth
                 fprintf(out, " %8s ", "-");
         }
         if (any)
-            fprintf(out, " %5.0f%%%c", spread * 100, spread > SPREAD_LOUD ? '!' : ' ');
+            fprintf(out, " %5.0f%%%s", spread * 100, spread > SPREAD_LOUD ? "!" : "");
         if (r->note[0])
             fprintf(out, "  %s", r->note);
         fprintf(out, "\n");
