@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * main.c - memkit-bench: options, the report header, and the driver that
- * runs the selected workloads and prints their tables, the targets and the
- * CSV files.
+ * main.c - memkit-bench: options, the report's order, and the driver that
+ * runs the selected workloads and prints their tables, the claims, the
+ * charts and the CSV files.
  *
  *   memkit-bench [--quick | --full] [--runs N] [--only W1,W2,W5,RSS,W1M,...]
  *                [--alloc mk-general,talloc,memkit,jemalloc,...] [--csv DIR]
+ *                [--targets] [--stream]
  *
  * --quick (the default, `make bench`) runs the grid up to 64 MiB live with
  * 3 runs per figure and at least 2M timed allocations per W1 cell, in about
@@ -18,11 +19,16 @@
  * live, 7 runs and 10M allocations per cell, and takes far longer (an hour
  * or more; cells that would not fit in memory are skipped).
  * The bench pins itself to one CPU and runs the workloads one after the
- * other (progress on stderr).  The report opens with a summary of a few
- * lines per family, then the tables, then memkit's claims checked against
- * the figures, and closes with the summary again: so the tables are held
- * back until the end (--stream prints each as soon as it is done, and the
- * summary only at the end).
+ * other (progress on stderr).
+ *
+ * The report is ordered for a reader who stops early: the verdict
+ * (verdict.c: a dozen lines, what memkit wins and loses against the
+ * system allocator and each peer), where the charts are, the legend of
+ * the workload codes, then the machine and the method, the detailed
+ * summary, the tables, and memkit's claims; its engineering targets only
+ * with --targets.  So everything waits in memory until the end (the
+ * verdict is known only then); --stream prints the header and each table
+ * as soon as it is done, and the verdict last.
  * Its exit status is 0 whatever the figures (2 for a usage or system error):
  * it measures, it does not assert.
  */
@@ -33,14 +39,17 @@
 #include <unistd.h>
 
 #include "alloc_iface.h"
+#include "barchart.h"
 #include "bench.h"
 #include "dropin.h"
+#include "legend.h"
 #include "measure.h"
 #include "report.h"
 #include "summary.h"
 #include "sys.h"
 #include "targets.h"
 #include "timing.h"
+#include "verdict.h"
 
 #ifndef MEMKIT_BENCH_RESULTS_DIR
 #define MEMKIT_BENCH_RESULTS_DIR "bench/results"
@@ -49,19 +58,10 @@
 static const struct workload {
     const char *name;
     void (*run)(const bench_opts *);
-    const char *what;
 } workloads[] = {
-    {"W1", bench_w1, "PostgreSQL palloc test: chunk sizes x live memory, free-oldest and reset"},
-    {"W2", bench_w2, "Godot Variant pool test: 10M x 24/48-byte allocate, write, read, free"},
-    {"W5", bench_w5, "10,000 contexts x ten 64-byte chunks: time and RSS"},
-    {"RSS", bench_rss, "memory per chunk: RSS of 1,000,000 live 24- and 48-byte chunks"},
-    {"W1M", bench_w1m, "W1 free-oldest through malloc/free, under each malloc drop-in"},
-    {"W2M", bench_w2m, "W2 through malloc/free, under each malloc drop-in (LD_PRELOAD)"},
-    {"W6", bench_w6,
-     "malloc under 1, 2, 4 threads (--threads): Larson server, producer/consumer, churn"},
-    {"W7", bench_w7, "real programs (perl, python3, ruby, sqlite3, gcc, clang) on each drop-in: time, peak RSS"},
-    {"W8", bench_w8, "large blocks 64 KiB..32 MiB through malloc: time, peak RSS"},
-    {"W3", bench_w3, "FORM's sort buffers: 512 MiB peak, 64-byte churn, quiet: RSS over time"},
+    {"W1", bench_w1},   {"W2", bench_w2},   {"W5", bench_w5}, {"RSS", bench_rss},
+    {"W1M", bench_w1m}, {"W2M", bench_w2m}, {"W6", bench_w6}, {"W7", bench_w7},
+    {"W8", bench_w8},   {"W3", bench_w3},
 };
 #define NWORKLOAD (int)(sizeof workloads / sizeof workloads[0])
 
@@ -86,7 +86,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: memkit-bench [--quick | --full] [--runs N] [--only LIST] [--alloc LIST]\n"
-            "                    [--threads LIST] [--csv DIR]\n"
+            "                    [--threads LIST] [--csv DIR] [--targets] [--stream]\n"
             "  --quick      the quick suite (default): live memory up to 64 MiB, 3 runs\n"
             "  --full       the whole grid: live memory up to 1 GiB, 7 runs (long)\n"
             "  --runs N     runs per figure (1..%d); each figure is their median\n"
@@ -111,10 +111,14 @@ static void usage(FILE *out)
                  "               W6's thread counts, comma-separated (default 1,2,4; at most\n"
                  "               %d counts of 1..%d), e.g. 1,4,8,16 on a 16-core machine\n",
             BENCH_MAX_THREAD_COUNTS, BENCH_MAX_THREADS);
-    fprintf(out, "  --csv DIR    write the CSV files to DIR (default %s)\n",
+    fprintf(out, "  --csv DIR    write the CSV files and the charts (bench-chart.svg,\n"
+                 "               chart-<family>.svg) to DIR (default %s)\n"
+                 "  --targets    also print memkit's engineering targets (aspirations, not\n"
+                 "               promises) after the claims\n"
+                 "  --stream     print each table as soon as it is done (the verdict last)\n"
+                 "workloads (--only takes any but W3-ctx, which runs with W3):\n",
             MEMKIT_BENCH_RESULTS_DIR);
-    for (int i = 0; i < NWORKLOAD; i++)
-        fprintf(out, "  %-4s %s\n", workloads[i].name, workloads[i].what);
+    legend_help(out);
 }
 
 /* Parse --only's list into @sel; 0 on success. */
@@ -190,7 +194,7 @@ int main(int argc, char **argv)
         return bench_child_main(argc, argv);
 
     bench_opts o = {.csv_dir = MEMKIT_BENCH_RESULTS_DIR, .nthreads = 3, .threads = {1, 2, 4}};
-    int runs = 0, sel[NWORKLOAD] = {0}, any_sel = 0, stream = 0;
+    int runs = 0, sel[NWORKLOAD] = {0}, any_sel = 0, stream = 0, show_targets = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--quick") == 0) {
@@ -217,6 +221,8 @@ int main(int argc, char **argv)
                 return 2;
         } else if (strcmp(a, "--stream") == 0) {
             stream = 1;
+        } else if (strcmp(a, "--targets") == 0) {
+            show_targets = 1;
         } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
             o.csv_dir = argv[++i];
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -240,48 +246,69 @@ int main(int argc, char **argv)
     const char *mode = o.full ? "full" : "quick";
     report_set_meta(mode, date);
 
-    printf("memkit-bench (memkit %s): %s suite, %d runs per figure, "
-           "W1 >= %llu timed allocations per cell\n",
-           MK_VERSION_STRING, mode, o.runs, (unsigned long long)o.w1_min_ops);
-    printf("date:       %s\n", date);
-    bench_sys_describe(stdout, cpu);
+    /* Everything waits in memory (unless --stream) so that the verdict,
+     * known only at the end, comes first: the header here, the tables
+     * below. */
+    char *head_text = NULL, *tables = NULL;
+    size_t head_len = 0, tables_len = 0;
+    FILE *head = stream ? stdout : open_memstream(&head_text, &head_len);
+    if (!head)
+        head = stdout;
+    char cpu_model[256], title[512];
+    bench_sys_cpu(cpu_model, sizeof cpu_model);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(title, sizeof title, "memkit-bench (memkit %s): %s suite, %d runs per figure; %s; %s, "
+             "%ld CPU%s", MK_VERSION_STRING, mode, o.runs, date, cpu_model, ncpu,
+             ncpu == 1 ? "" : "s");
+    if (stream)
+        printf("%s\n", title);
+    fprintf(head, "\n== the run ==\n");
+    fprintf(head, "suite:      %s, %d runs per figure, W1 >= %llu timed allocations per cell\n",
+            mode, o.runs, (unsigned long long)o.w1_min_ops);
+    fprintf(head, "date:       %s\n", date);
+    bench_sys_describe(head, cpu);
     /* Busy CPUs measured now, over one second: the 1-minute load average
      * would still hold the build that `make bench` has just run. */
     double load = bench_sys_load(), busy = bench_sys_busy(1.0);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    char warning[256] = "";
+    if (busy > 0.5 * (double)ncpu)
+        snprintf(warning, sizeof warning, "the machine was busy (%.2f of %ld CPUs with other work "
+                 "at the start): the figures are noisy", busy, ncpu);
     if (busy >= 0)
-        printf("load:       %.2f of %ld CPUs busy with other work over 1 s at start%s\n", busy,
-               ncpu, busy > 0.5 * (double)ncpu ? " - WARNING: the machine is busy, figures "
-                                                 "will be noisy" : "");
+        fprintf(head, "load:       %.2f of %ld CPUs busy with other work over 1 s at start%s\n",
+                busy, ncpu, warning[0] ? " - WARNING: the machine is busy, figures will be noisy"
+                                       : "");
     else if (load >= 0)
-        printf("load:       %.2f (1-minute average at start, any build just before included)\n",
-               load);
-    if (mk_checking())
-        printf("WARNING:    memkit was built with its checks on: figures are not release figures\n");
+        fprintf(head, "load:       %.2f (1-minute average at start, any build just before "
+                      "included)\n", load);
+    if (mk_checking()) {
+        fprintf(head, "WARNING:    memkit was built with its checks on: figures are not release "
+                      "figures\n");
+        snprintf(warning, sizeof warning, "memkit was built with its checks on: these are not "
+                 "release figures");
+    }
     for (int a = 0; a < BA_COUNT; a++) {
         const char *why;
-        printf("%-11s %s\n", a == 0 ? "allocators:" : "", bench_alloc_get(a)->desc);
+        fprintf(head, "%-11s %s\n", a == 0 ? "allocators:" : "", bench_alloc_get(a)->desc);
         if (!bench_alloc_ready(a, &why))
-            printf("%-11s   LEFT OUT of this run: %s\n", "", why);
+            fprintf(head, "%-11s   LEFT OUT of this run: %s\n", "", why);
     }
     const char *missing = peers_missing();
     if (*missing)
-        printf("%-11s not built in (not found by CMake, or -DMEMKIT_BENCH_PEERS=OFF): %s\n", "",
-               missing);
-    bench_dropin_describe(stdout);
-    printf("method:     every figure is the median of %d runs; the allocators alternate "
-           "run by run\n            (each runs once, in the order above, then again).  "
-           "Every ratio, in every table,\n            reads one way: > 1 = X better than "
-           "the baseline (%s in-process, %s for the\n            drop-ins: a child process "
-           "per figure): baseline / X for times and memory,\n            X / baseline for "
-           "throughput\n",
-           o.runs, bench_col_name(BA_BASELINE), bench_col_name(BD_COL(BD_BASELINE)));
-    fflush(stdout);
+        fprintf(head, "%-11s not built in (not found by CMake, or -DMEMKIT_BENCH_PEERS=OFF): %s\n",
+                "", missing);
+    bench_dropin_describe(head);
+    fprintf(head, "method:     every figure is the median of %d runs; the allocators alternate "
+                  "run by run\n            (each runs once, in the order above, then again).  "
+                  "Every ratio, in every table,\n            reads one way: > 1 = X better than "
+                  "the baseline (%s in-process, %s for the\n            drop-ins: a child "
+                  "process per figure): baseline / X for times and memory,\n            X / "
+                  "baseline for throughput.  A '~' after a ratio: the runs overlap, so\n"
+                  "            they do not settle which is better; a '!' after a spread: over "
+                  "25%%.\n",
+            o.runs, bench_col_name(BA_BASELINE), bench_col_name(BD_COL(BD_BASELINE)));
+    fflush(head);
 
-    /* The tables wait in memory (unless --stream) so that the summary,
-     * known only at the end, can come first. */
-    char *tables = NULL;
-    size_t tables_len = 0;
     FILE *tout = stream ? stdout : open_memstream(&tables, &tables_len);
     if (!tout)
         tout = stdout;
@@ -295,15 +322,36 @@ int main(int argc, char **argv)
     }
     double secs = (double)(bench_now_ns() - t0) / 1e9;
 
-    if (tout != stdout) {
-        fclose(tout);
+    int csv_ok = report_write_csv(o.csv_dir) == 0;
+    char subtitle[600];
+    snprintf(subtitle, sizeof subtitle, "memkit-bench, %s suite (%d runs per figure), %s; %s, "
+             "%ld CPU%s%s", mode, o.runs, date, cpu_model, ncpu, ncpu == 1 ? "" : "s",
+             warning[0] ? " - busy: noisy figures" : "");
+    int charts = barchart_write(o.csv_dir, subtitle);
+    if (!stream) {
+        printf("%s\n", title);
+        verdict_print(stdout, warning[0] ? warning : NULL);
+    }
+    if (charts > 0)
+        printf("  charts: %s/bench-chart.svg (one row per family; `make bench-chart` copies it "
+               "to docs/)\n", o.csv_dir);
+    if (!stream) {
+        legend_print(stdout);
+        fclose(head);
+        fwrite(head_text, 1, head_len, stdout);
+        free(head_text);
         summary_print(stdout);
+        fclose(tout);
         fwrite(tables, 1, tables_len, stdout);
         free(tables);
+    } else {
+        summary_print(stdout);
     }
-    int csv_ok = report_write_csv(o.csv_dir) == 0;
-    targets_report(stdout, csv_ok ? o.csv_dir : NULL);
-    summary_print(stdout);
+    targets_report(stdout, csv_ok ? o.csv_dir : NULL, show_targets);
+    if (stream) {
+        printf("\n%s\n", title);
+        verdict_print(stdout, warning[0] ? warning : NULL);
+    }
     printf("\ntotal time: %.1f s", secs);
     if ((load = bench_sys_load()) >= 0)
         printf("; load average at the end %.2f", load);

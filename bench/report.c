@@ -6,8 +6,9 @@
  *
  * Tables list one row per cell: the median of each allocator, its ratio to
  * the section's baseline (> 1 = X better, whatever the quantity: every
- * table's header says so), and the spread (the largest
- * (max - min) / median over the allocators of the row, in percent) so that a
+ * table's header says so), marked '~' when the runs leave the order open
+ * (report.h: unsettled), and the spread (the largest (max - min) / median
+ * over the allocators of the row, in percent, '!' past 25%) so that a
  * reader can tell a real difference from noise.  Sections whose cells form a
  * chunk-size x live-memory grid (W1) also get the ratios as a matrix.
  * CSV files are in long form - one line per cell and allocator - so that new
@@ -25,6 +26,7 @@
 #include "timing.h"
 
 #define MAX_SECTIONS 64
+#define SPREAD_LOUD 0.25 /* a spread past this is marked '!' in the tables */
 #define MAX_ROWS 1024
 
 static bench_section sections[MAX_SECTIONS];
@@ -134,6 +136,27 @@ double report_ratio_vs(const bench_row *row, int base, int col)
                                                                     : b->median / x->median;
 }
 
+int report_ratio_range(const bench_row *row, int base, int col, double *lo, double *hi)
+{
+    const bench_fig *b = &row->fig[base], *x = &row->fig[col];
+    if (!b->runs || !x->runs || x->min <= 0 || b->min <= 0)
+        return -1;
+    if (sections[row->section].ratio == REPORT_HIGHER_BETTER) {
+        *lo = x->min / b->max;
+        *hi = x->max / b->min;
+    } else {
+        *lo = b->min / x->max;
+        *hi = b->max / x->min;
+    }
+    return 0;
+}
+
+int report_unsettled(const bench_row *row, int base, int col)
+{
+    double lo, hi;
+    return report_ratio_range(row, base, col, &lo, &hi) == 0 && lo < 1.0 && hi > 1.0;
+}
+
 double report_ratio(const bench_row *row, int col)
 {
     return report_ratio_vs(row, sections[row->section].baseline, col);
@@ -235,7 +258,7 @@ static void print_matrix(FILE *out, int sec, int alloc)
             report_ratio_text(sec, alloc, rt, sizeof rt));
     fprintf(out, "  %-8s", "");
     for (int l = 0; l < nl; l++)
-        fprintf(out, " %8s", report_size(lives[l], b, sizeof b));
+        fprintf(out, " %8s ", report_size(lives[l], b, sizeof b));
     fprintf(out, "\n");
     for (int c = 0; c < nc; c++) {
         fprintf(out, "  %-8s", report_size(chunks[c], b, sizeof b));
@@ -243,9 +266,10 @@ static void print_matrix(FILE *out, int sec, int alloc)
             const bench_row *r = find_row(sec, chunks[c], lives[l]);
             double x = r ? report_ratio(r, alloc) : 0;
             if (x > 0)
-                fprintf(out, " %7.2fx", x);
+                fprintf(out, " %7.2fx%c", x,
+                        report_unsettled(r, sections[sec].baseline, alloc) ? '~' : ' ');
             else
-                fprintf(out, " %8s", "-");
+                fprintf(out, " %8s ", "-");
         }
         fprintf(out, "\n");
     }
@@ -294,7 +318,7 @@ static void print_flat(FILE *out, int sec, const int *ids, int n, const int *oth
     for (int k = 0; k < n; k++)
         fprintf(out, " %*s", col_width(bench_col_name(ids[k]), 8), bench_col_name(ids[k]));
     if (nothers == 1)
-        fprintf(out, " %8s", "ratio");
+        fprintf(out, " %8s ", "ratio");
     fprintf(out, " %6s\n", "spread");
 
     for (size_t i = 0; i < nrows; i++) {
@@ -319,12 +343,13 @@ static void print_flat(FILE *out, int sec, const int *ids, int n, const int *oth
         if (nothers == 1) {
             double x = report_ratio(r, others[0]);
             if (x > 0)
-                fprintf(out, " %7.2fx", x);
+                fprintf(out, " %7.2fx%c", x,
+                        report_unsettled(r, sections[sec].baseline, others[0]) ? '~' : ' ');
             else
-                fprintf(out, " %8s", "-");
+                fprintf(out, " %8s ", "-");
         }
         if (any)
-            fprintf(out, " %5.0f%%", spread * 100);
+            fprintf(out, " %5.0f%%%s", spread * 100, spread > SPREAD_LOUD ? "!" : "");
         if (r->note[0])
             fprintf(out, "  %s", r->note);
         fprintf(out, "\n");
@@ -364,13 +389,14 @@ static void print_transposed(FILE *out, int sec, const int *ids, int n)
                 snprintf(v, sizeof v, f->median < 100 ? "%.2f" : "%.1f", f->median);
                 double ratio = report_ratio(cells[c], a);
                 if (a != sections[sec].baseline && ratio > 0)
-                    snprintf(x, sizeof x, "%.2fx", ratio);
+                    snprintf(x, sizeof x, "%.2fx%s", ratio,
+                             report_unsettled(cells[c], sections[sec].baseline, a) ? "~" : " ");
                 if (f->median > 0 && (f->max - f->min) / f->median > spread)
                     spread = (f->max - f->min) / f->median;
             }
-            fprintf(out, "  %*s %7s", width[c] - 8, v, x);
+            fprintf(out, "  %*s %8s", width[c] - 9, v, x);
         }
-        fprintf(out, " %5.0f%%\n", spread * 100);
+        fprintf(out, " %5.0f%%%s\n", spread * 100, spread > SPREAD_LOUD ? "!" : "");
     }
     for (int c = 0; c < nc; c++)
         if (cells[c]->note[0])
@@ -397,7 +423,7 @@ static void print_section(FILE *out, int sec)
     if (is_grid(sec)) {
         print_flat(out, sec, ids, n, others, nothers);
     } else {
-        fprintf(out, "  (each cell: the median, then the ratio)\n");
+        fprintf(out, "  (each cell: the median, then the ratio; ~ = the runs overlap)\n");
         print_transposed(out, sec, ids, n);
     }
     if (s->footer[0])

@@ -14,8 +14,15 @@
  *   REPORT_HIGHER_BETTER  throughput: the ratio is X / baseline.
  * So every ratio, in every table, the summary and the claims, reads one
  * way: > 1 means X is better than the baseline (faster, more throughput,
- * less memory).  Workloads only record; summary.c and targets.c read the
- * rows back.
+ * less memory).  Workloads only record; summary.c, verdict.c, barchart.c
+ * and targets.c read the rows back.
+ *
+ * A ratio is "unsettled" when the runs do not settle which of the two is
+ * better: the ratio formed from the runs most favourable to X and the one
+ * formed from the runs least favourable lie on both sides of 1 (their
+ * ranges overlap).  Tables print it with a '~' after the ratio; the
+ * summary, the verdict and the chart count and mark such figures, so a
+ * difference within the noise of a busy machine is not read as a result.
  */
 #ifndef BENCH_REPORT_H
 #define BENCH_REPORT_H
@@ -53,8 +60,15 @@ typedef struct bench_section {
     unsigned tags;        /* REPORT_* */
 } bench_section;
 
+/* Row flags. */
+#define ROW_INFO 0x1u /* shown in its table, left out of the summary, the
+                         verdict and the chart: a figure not of the
+                         allocator's making (a process's baseline), or a sum
+                         of the row's neighbours */
+
 typedef struct bench_row {
     int section;
+    unsigned flags; /* ROW_* */
     char cell[40];  /* "64B x 4MiB" */
     size_t chunk;   /* chunk size in bytes (0: not applicable) */
     size_t live;    /* live bytes (0: not applicable) */
@@ -99,6 +113,15 @@ double report_ratio(const bench_row *row, int col);
 /** The same ratio with column @p base in the place of the baseline (a
  *  target "faster than mimalloc"). */
 double report_ratio_vs(const bench_row *row, int base, int col);
+
+/** The range of report_ratio_vs(@p row, @p base, @p col) over the runs:
+ *  @p lo from the runs least favourable to @p col, @p hi from the most.
+ *  0, or -1 if either was not measured. */
+int report_ratio_range(const bench_row *row, int base, int col, double *lo, double *hi);
+
+/** Do the runs leave open which of @p col and @p base is better (the
+ *  ratio's range holds 1)?  0 when either was not measured. */
+int report_unsettled(const bench_row *row, int base, int col);
 
 /** "malloc / X", "X / glibc": how section @p sec's ratios are formed, for
  *  column @p col (into @p buf). */

@@ -1,25 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * summary.c - the answer to "should I adopt this?" in a few lines per
- * family, read back from the rows the workloads recorded (report.h).
+ * summary.c - memkit's figures by family and by table (summary.h), and
+ * the detailed summary that follows the verdict: the answer to "where
+ * exactly does it win and lose?", read back from the rows the workloads
+ * recorded (report.h).
  *
  * A family is a memkit column and the workloads that exercise it:
- * contexts (a GENERAL context: W1 W2 W5 RSS W3-ctx), pools (the typed pool,
- * the thread-safe pool and SLAB contexts: W2 W1 RSS), and the drop-in
- * (memkit as malloc: every drop-in workload).  For each, speed and memory
- * apart, it prints the median of memkit's ratios over the cells with the
- * range (lowest..highest) and the geometric mean, over the cells and over
- * the tables (each table's own geometric mean, so that W1M's 40 cells
- * weigh as much as W8's one: the figure a target over many workloads is
- * stated in, "0.72x glibc's time" being 1/0.72 = 1.39x here), against
- * the baseline (malloc / glibc) and against the best installed peer - the
- * peer whose median ratio is the lowest, i.e. the hardest to beat - then
- * names the cells where memkit is
- * slower or bigger than the baseline, worst first.  The trade-off: one
- * median over cells of different weight (a 24-byte pool and a 1 GiB
- * context count the same) is a blunt figure, so the range and the losing
- * cells always come with it, and the tables stay the reference.  Every
- * ratio reads one way: > 1 = memkit better.
+ * contexts (a GENERAL context: W1 W2 W5 RSS W3-ctx), pools (the typed
+ * pool for time, its SLAB context for memory: W2 RSS, with the thread-safe
+ * pool and SLAB's own speed in the details), and the drop-in (memkit as
+ * malloc: every drop-in workload).
+ *
+ * The one headline statistic is the geometric mean over tables of each
+ * table's geometric mean: a table is one measured quantity of one
+ * workload, so W1M's 40 cells weigh as much as W8's one, and a target
+ * stated over workloads ("0.72x glibc's time") reads the same here
+ * (1/0.72 = 1.39x).  The median over the cells weighs each table by its
+ * number of cells, and the geometric mean over the cells is pulled by the
+ * largest ratios (a 512 MiB free, 90x): both are printed beside it, and
+ * when they tell a different story one line says which table or cell
+ * makes the difference, so the figures never silently disagree.  Cells
+ * marked ROW_INFO (a process's baseline, a sum of its neighbours) are
+ * left out.  Every ratio reads one way: > 1 = memkit better.
  */
 #include "summary.h"
 
@@ -29,39 +31,54 @@
 
 #include "alloc_iface.h"
 #include "dropin.h"
+#include "legend.h"
 #include "report.h"
 
-enum { MAXCELLS = 1024, NAMELOSERS = 4 };
+enum { MAXCELLS = 1024, MAXTABLES = 32, NAMELOSERS = 4 };
 
-typedef struct family {
-    const char *title;     /* "contexts: a GENERAL context" */
-    const char *workloads; /* space-separated; NULL: every drop-in section */
-    int col;
-} family;
-
-static const family families[] = {
-    {"contexts: a GENERAL context against malloc", "W1 W2 W5 RSS W3-ctx", BA_mk_general},
-    {"pools: a typed pool against malloc", "W2 W1 RSS", BA_mk_pool},
-    {"pools: a thread-safe typed pool against malloc", "W2 W1 RSS", BA_mk_poolts},
-    {"pools: a SLAB context against malloc", "W2 W1 RSS", BA_mk_slab},
-    {"drop-in: memkit as malloc against glibc", NULL, BD_COL(BD_memkit)},
+static const summary_family families[FAM_COUNT] = {
+    [FAM_CONTEXTS] = {"contexts", "a GENERAL context", "W1 W2 W5 RSS W3-ctx", BA_mk_general,
+                      BA_mk_general, {BA_mk_general, -1}, BA_BASELINE},
+    [FAM_POOLS] = {"pools", "a typed pool (memory: its SLAB context)", "W2 W1 RSS", BA_mk_pool,
+                   BA_mk_slab, {BA_mk_pool, BA_mk_poolts, BA_mk_slab, -1}, BA_BASELINE},
+    [FAM_DROPIN] = {"drop-in", "memkit as malloc", NULL, BD_COL(BD_memkit), BD_COL(BD_memkit),
+                    {BD_COL(BD_memkit), -1}, BD_COL(BD_glibc)},
 };
 
-/* The peers a family's column is compared with. */
-static const int inproc_peers[] = {
+const summary_family *summary_family_get(int fam)
+{
+    return &families[fam];
+}
+
+static int col_ready(int col)
+{
+    return col < BA_COUNT ? bench_alloc_ready(col, NULL) : bench_dropin_ready(col - BA_COUNT, NULL);
+}
+
+const int *summary_family_peers(int fam)
+{
+    static int peers[FAM_COUNT][5];
+    static const int inproc[] = {
 #ifdef HAVE_TALLOC
-    BA_talloc,
+        BA_talloc,
 #endif
 #ifdef HAVE_APR
-    BA_apr,
+        BA_apr,
 #endif
 #ifdef HAVE_MIMALLOC
-    BA_mimalloc,
+        BA_mimalloc,
 #endif
-    -1,
-};
-static const int dropin_peers[] = {BD_COL(BD_jemalloc), BD_COL(BD_mimalloc),
-                                   BD_COL(BD_tcmalloc), -1};
+        -1};
+    static const int dropin[] = {BD_COL(BD_jemalloc), BD_COL(BD_mimalloc), BD_COL(BD_tcmalloc),
+                                 -1};
+    const int *all = fam == FAM_DROPIN ? dropin : inproc;
+    int n = 0;
+    for (int k = 0; all[k] >= 0 && n < 4; k++)
+        if (col_ready(all[k]))
+            peers[fam][n++] = all[k];
+    peers[fam][n] = -1;
+    return peers[fam];
+}
 
 static int in_list(const char *list, const char *w)
 {
@@ -82,10 +99,125 @@ static int is_memory(const bench_section *s)
     return n > 0 && s->unit[n - 1] == 'B'; /* MB, MiB */
 }
 
-static int in_family(const family *f, const bench_section *s)
+static int in_family(const char *workloads, const bench_section *s)
 {
-    return f->workloads ? in_list(f->workloads, s->workload) : (s->tags & REPORT_DROPIN) != 0;
+    return workloads ? in_list(workloads, s->workload) : (s->tags & REPORT_DROPIN) != 0;
 }
+
+int summary_agg_open(const summary_agg *a)
+{
+    return a->tables && 2 * a->open > a->tables;
+}
+
+const char *summary_table_name(int section, char *buf, size_t len)
+{
+    const bench_section *s = report_get_section(section);
+    int same = 0; /* other sections of the workload with the same measure */
+    for (int i = 0; i < report_nsections(); i++) {
+        const bench_section *t = report_get_section(i);
+        same += i != section && strcmp(t->workload, s->workload) == 0 &&
+                is_memory(t) == is_memory(s);
+    }
+    if (same)
+        snprintf(buf, len, "%s %s", s->workload, s->name);
+    else
+        snprintf(buf, len, "%s", s->workload);
+    return buf;
+}
+
+/* The tables of @workloads (NULL: the drop-in's), measure @memory, of
+ * @col against @base. */
+static int tables_of(const char *workloads, int memory, int col, int base, summary_table *out,
+                     int max)
+{
+    int n = 0;
+    for (int sec = 0; sec < report_nsections() && n < max; sec++) {
+        const bench_section *s = report_get_section(sec);
+        if (!in_family(workloads, s) || is_memory(s) != memory)
+            continue;
+        summary_table t = {.section = sec};
+        double lg = 0, llo = 0, lhi = 0;
+        for (size_t i = 0; i < report_nrows(); i++) {
+            const bench_row *r = report_get_row(i);
+            if (r->section != sec || (r->flags & ROW_INFO))
+                continue;
+            double x = report_ratio_vs(r, base, col), lo, hi;
+            if (x <= 0 || report_ratio_range(r, base, col, &lo, &hi) != 0)
+                continue;
+            lg += log(x);
+            llo += log(lo);
+            lhi += log(hi);
+            t.cells++;
+            int open = lo < 1.0 && hi > 1.0;
+            t.unsettled += open;
+            t.better += x > 1.0 && !open;
+            t.worse += x < 1.0 && !open;
+        }
+        if (!t.cells)
+            continue;
+        t.geo = exp(lg / t.cells);
+        t.lo = exp(llo / t.cells);
+        t.hi = exp(lhi / t.cells);
+        t.open = 2 * (t.geo >= 1.0 ? t.better : t.worse) < t.cells;
+        out[n++] = t;
+    }
+    return n;
+}
+
+int summary_tables(int fam, int memory, int col, int base, summary_table *out, int max)
+{
+    return tables_of(families[fam].workloads, memory, col, base, out, max);
+}
+
+static summary_agg aggregate(const summary_table *t, int n)
+{
+    summary_agg a = {0};
+    double lg = 0, llo = 0, lhi = 0;
+    for (int i = 0; i < n; i++) {
+        lg += log(t[i].geo);
+        llo += log(t[i].lo);
+        lhi += log(t[i].hi);
+        a.cells += t[i].cells;
+        a.unsettled_cells += t[i].unsettled;
+        if (t[i].open)
+            a.open++;
+        else if (t[i].geo < SUMMARY_EVEN && t[i].geo > 1 / SUMMARY_EVEN)
+            a.even++;
+        else if (t[i].geo >= 1.0)
+            a.ahead++;
+        else
+            a.behind++;
+    }
+    a.tables = n;
+    if (n) {
+        a.geo = exp(lg / n);
+        a.lo = exp(llo / n);
+        a.hi = exp(lhi / n);
+    }
+    return a;
+}
+
+summary_agg summary_aggregate(int fam, int memory, int col, int base)
+{
+    summary_table t[MAXTABLES];
+    return aggregate(t, summary_tables(fam, memory, col, base, t, MAXTABLES));
+}
+
+/* ---- the detailed summary ------------------------------------------------- */
+
+/* The lines of the detailed summary: a family's memkit column each. */
+static const struct line {
+    const char *title;
+    const char *workloads; /* NULL: every drop-in section */
+    int col;
+    int fam; /* whose peers */
+} lines[] = {
+    {"contexts: a GENERAL context", "W1 W2 W5 RSS W3-ctx", BA_mk_general, FAM_CONTEXTS},
+    {"pools: a typed pool", "W2 W1 RSS", BA_mk_pool, FAM_POOLS},
+    {"pools: a thread-safe typed pool", "W2 W1 RSS", BA_mk_poolts, FAM_POOLS},
+    {"pools: a SLAB context", "W2 W1 RSS", BA_mk_slab, FAM_POOLS},
+    {"drop-in: memkit as malloc", NULL, BD_COL(BD_memkit), FAM_DROPIN},
+};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -93,182 +225,212 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-typedef struct stat3 {
-    int n;
-    double median, lo, hi, geo;
-} stat3;
+/* Wrapped output: items after a hanging indent. */
+typedef struct wrap {
+    FILE *out;
+    int col, indent;
+} wrap;
 
-static stat3 stat_of(double *v, int n)
+static void wrap_put(wrap *w, const char *item)
 {
-    stat3 s = {n, 0, 0, 0, 0};
-    if (!n)
-        return s;
-    double logs = 0;
-    for (int i = 0; i < n; i++)
-        logs += log(v[i]);
-    s.geo = exp(logs / n);
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    s.lo = v[0];
-    s.hi = v[n - 1];
-    s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    return s;
+    int n = (int)strlen(item);
+    if (w->col > w->indent && w->col + n > 100) {
+        fprintf(w->out, "\n%*s", w->indent, "");
+        w->col = w->indent;
+        while (*item == ' ')
+            item++;
+    }
+    w->col += fprintf(w->out, "%s", item);
 }
 
-/* The ratios of @col against column @base (-1: each section's baseline)
- * over the family's cells of one kind (@memory); how many. */
-static int collect(const family *f, int memory, int base, double *v, const bench_row **rows)
+/* @text word by word. */
+static void wrap_words(wrap *w, const char *text)
 {
-    int n = 0;
+    while (*text) {
+        const char *sp = strchr(text + 1, ' ');
+        size_t n = sp ? (size_t)(sp - text) : strlen(text);
+        char word[256];
+        snprintf(word, sizeof word, "%.*s", (int)(n < sizeof word ? n : sizeof word - 1), text);
+        wrap_put(w, word);
+        text += n;
+    }
+}
+
+static const char *mark(int open)
+{
+    return open ? "~" : "";
+}
+
+/* The cells' figures of @l, measure @memory, against the baseline:
+ * median, geomean, lowest and highest (named) and the losers; 0 if none. */
+static void cells_line(FILE *out, const struct line *l, int memory, int base,
+                       const summary_table *t, int nt, double bytable)
+{
+    static double v[MAXCELLS], sorted[MAXCELLS];
+    static const bench_row *rows[MAXCELLS];
+    int n = 0, open = 0;
     for (size_t i = 0; i < report_nrows() && n < MAXCELLS; i++) {
         const bench_row *r = report_get_row(i);
         const bench_section *s = report_get_section(r->section);
-        if (!in_family(f, s) || is_memory(s) != memory)
+        if (!in_family(l->workloads, s) || is_memory(s) != memory || (r->flags & ROW_INFO))
             continue;
-        double x = base < 0 ? report_ratio(r, f->col) : report_ratio_vs(r, base, f->col);
+        double x = report_ratio_vs(r, base, l->col);
         if (x <= 0)
             continue;
-        if (rows)
-            rows[n] = r;
+        open += report_unsettled(r, base, l->col);
+        rows[n] = r;
         v[n++] = x;
     }
-    return n;
-}
-
-static void put_stat(FILE *out, stat3 s)
-{
-    fprintf(out, "%.2fx (%.2f..%.2f, geomean %.2fx, %d cell%s)", s.median, s.lo, s.hi, s.geo, s.n,
-            s.n == 1 ? "" : "s");
-}
-
-/* The geometric mean over tables of each table's geometric mean (@v[i]
- * from @rows[i]; a table is a section: W1M's 40 cells weigh as much as
- * W8's one), and how many tables; 0 when fewer than two. */
-static double by_table(const double *v, const bench_row *const *rows, int n, int *ntables)
-{
-    double sum = 0;
-    int t = 0;
-    for (int i = 0; i < n; i++) {
-        int seen = 0;
-        for (int j = 0; j < i && !seen; j++)
-            seen = rows[j]->section == rows[i]->section;
-        if (seen)
-            continue;
-        double logs = 0;
-        int m = 0;
-        for (int j = i; j < n; j++)
-            if (rows[j]->section == rows[i]->section) {
-                logs += log(v[j]);
-                m++;
-            }
-        sum += logs / m;
-        t++;
-    }
-    *ntables = t;
-    return t > 1 ? exp(sum / t) : 0;
-}
-
-/* One line: speed or memory against the baseline and the best peer, then
- * the cells where memkit loses to the baseline; 0 if nothing measured. */
-static int family_line(FILE *out, const family *f, int memory)
-{
-    static double v[MAXCELLS], w[MAXCELLS];
-    static const bench_row *rows[MAXCELLS];
-    int n = collect(f, memory, -1, v, rows);
     if (!n)
-        return 0;
-    /* the losers, before stat_of sorts v: worst first */
+        return;
+    double logs = 0;
+    int ilo = 0, ihi = 0;
+    for (int i = 0; i < n; i++) {
+        logs += log(v[i]);
+        sorted[i] = v[i];
+        ilo = v[i] < v[ilo] ? i : ilo;
+        ihi = v[i] > v[ihi] ? i : ihi;
+    }
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+    double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    double geo = exp(logs / n);
+    char text[320];
+    int len = snprintf(text, sizeof text, "over the %d cell%s: median %.2fx, geomean %.2fx, "
+                       "lowest %.2fx, highest %.2fx", n, n == 1 ? "" : "s", median, geo, v[ilo],
+                       v[ihi]);
+    if (open)
+        snprintf(text + len, sizeof text - (size_t)len, "; %d within their runs' spread (~)", open);
+    wrap cw = {out, 22, 22};
+    fprintf(out, "%22s", "");
+    wrap_words(&cw, text);
+    fprintf(out, "\n");
+    /* do the three figures tell one story?  If not, say why */
+    if (nt > 1 && ((median >= 1) != (bytable >= 1) || (geo >= 1) != (bytable >= 1) ||
+                   fabs(log(median / bytable)) > log(1.15) ||
+                   fabs(log(geo / bytable)) > log(1.15))) {
+        int most = 0;
+        for (int i = 1; i < nt; i++)
+            most = t[i].cells > t[most].cells ? i : most;
+        char tn[64], why[640];
+        const bench_section *slo = report_get_section(rows[ilo]->section),
+                            *shi = report_get_section(rows[ihi]->section);
+        snprintf(why, sizeof why,
+                 "(they differ: the first figure weighs each of the %d tables once; over the "
+                 "cells, %s holds %d of the %d, and the extremes are %s %s %s %.2fx and %s %s "
+                 "%s %.2fx)", nt, summary_table_name(t[most].section, tn, sizeof tn),
+                 t[most].cells, n, slo->workload, slo->name, rows[ilo]->cell, v[ilo],
+                 shi->workload, shi->name, rows[ihi]->cell, v[ihi]);
+        wrap w = {out, 22, 22};
+        fprintf(out, "%22s", "");
+        wrap_words(&w, why);
+        fprintf(out, "\n");
+    }
+    /* the cells where memkit is behind the baseline, worst first */
     int lose[MAXCELLS], nl = 0;
     for (int i = 0; i < n; i++)
         if (v[i] < 1.0)
             lose[nl++] = i;
     for (int i = 1; i < nl; i++)
         for (int j = i; j > 0 && v[lose[j]] < v[lose[j - 1]]; j--) {
-            int t = lose[j];
+            int tmp = lose[j];
             lose[j] = lose[j - 1];
-            lose[j - 1] = t;
+            lose[j - 1] = tmp;
         }
-    char names[NAMELOSERS][96];
-    double worst[NAMELOSERS];
+    if (!nl)
+        return;
+    wrap w = {out, 0, 24};
+    char item[192];
+    snprintf(item, sizeof item, "%22s%s than %s in %d of %d cells:", "",
+             memory ? "bigger" : "slower", bench_col_name(base), nl, n);
+    wrap_put(&w, item);
     for (int i = 0; i < nl && i < NAMELOSERS; i++) {
         const bench_row *r = rows[lose[i]];
         const bench_section *s = report_get_section(r->section);
-        snprintf(names[i], sizeof names[i], "%s %s %s", s->workload, s->name, r->cell);
-        worst[i] = v[lose[i]];
+        snprintf(item, sizeof item, " %s %s %s %.2fx%s%s", s->workload, s->name, r->cell,
+                 v[lose[i]], report_unsettled(r, base, l->col) ? "~" : "",
+                 i + 1 < nl && i + 1 < NAMELOSERS ? "," : "");
+        wrap_put(&w, item);
     }
-    const bench_section *s0 = report_get_section(rows[0]->section);
-    int ntables = 0;
-    double tables = by_table(v, rows, n, &ntables); /* (before stat_of sorts v) */
-    stat3 st = stat_of(v, n);
-    fprintf(out, "  %-7s vs %s ", memory ? "memory" : "speed", bench_col_name(s0->baseline));
-    put_stat(out, st);
-    if (tables > 0)
-        fprintf(out, "; by table %.2fx (%d tables)", tables, ntables);
-
-    const int *peers = f->col < BA_COUNT ? inproc_peers : dropin_peers;
-    int best = -1;
-    stat3 bst = {0, 0, 0, 0, 0};
-    for (int k = 0; peers[k] >= 0; k++) {
-        int m = collect(f, memory, peers[k], w, NULL);
-        stat3 ps = stat_of(w, m);
-        if (m && (best < 0 || ps.median < bst.median)) {
-            best = peers[k];
-            bst = ps;
-        }
-    }
-    if (best >= 0) {
-        fprintf(out, "\n          vs %s (best peer) ", bench_col_name(best));
-        put_stat(out, bst);
-    } else {
-        fprintf(out, "; no peer measured");
+    if (nl > NAMELOSERS) {
+        snprintf(item, sizeof item, ", and %d more (the tables)", nl - NAMELOSERS);
+        wrap_put(&w, item);
     }
     fprintf(out, "\n");
-    if (nl) {
-        int col = fprintf(out, "          %s than %s in %d of %d:", memory ? "bigger" : "slower",
-                          bench_col_name(s0->baseline), nl, n);
-        for (int i = 0; i < nl && i < NAMELOSERS; i++) {
-            char item[128];
-            int len = snprintf(item, sizeof item, " %s %.2fx%s", names[i], worst[i],
-                               i + 1 < nl && i + 1 < NAMELOSERS ? "," : "");
-            if (col + len > 96) {
-                fprintf(out, "\n           ");
-                col = 11;
-            }
-            col += fprintf(out, "%s", item);
-        }
-        if (nl > NAMELOSERS)
-            fprintf(out, "%s and %d more (the tables)", col > 70 ? "\n           " : ",",
-                    nl - NAMELOSERS);
-        fprintf(out, "\n");
+}
+
+/* Time or memory of one line: by table against the baseline (each table
+ * named), the cells, each peer; 0 if nothing measured. */
+static int measure_lines(FILE *out, const struct line *l, int memory)
+{
+    int base = families[l->fam].baseline;
+    summary_table t[MAXTABLES];
+    int nt = tables_of(l->workloads, memory, l->col, base, t, MAXTABLES);
+    if (!nt)
+        return 0;
+    summary_agg a = aggregate(t, nt);
+    char head[128], item[160], tn[64];
+    snprintf(head, sizeof head, "  %-7s vs %-9s", memory ? "memory" : "time",
+             bench_col_name(base));
+    wrap w = {out, 0, 22};
+    snprintf(item, sizeof item, "%s%.2fx%s by table (%d table%s:", head, a.geo,
+             mark(summary_agg_open(&a)), nt, nt == 1 ? "" : "s");
+    wrap_put(&w, item);
+    for (int i = 0; i < nt; i++) {
+        snprintf(item, sizeof item, " %s %.2fx%s%s", summary_table_name(t[i].section, tn,
+                 sizeof tn), t[i].geo, mark(t[i].open), i + 1 < nt ? "," : ")");
+        wrap_put(&w, item);
+    }
+    fprintf(out, "\n");
+    cells_line(out, l, memory, base, t, nt, a.geo);
+    for (const int *p = summary_family_peers(l->fam); *p >= 0; p++) {
+        summary_table pt[MAXTABLES];
+        int np = tables_of(l->workloads, memory, l->col, *p, pt, MAXTABLES);
+        if (!np)
+            continue;
+        summary_agg pa = aggregate(pt, np);
+        fprintf(out, "          vs %-9s%.2fx%s by table (%d table%s: ahead in %d, behind in "
+                     "%d, even in %d, not settled in %d)\n", bench_col_name(*p), pa.geo,
+                mark(summary_agg_open(&pa)), np, np == 1 ? "" : "s", pa.ahead, pa.behind,
+                pa.even, pa.open);
     }
     return 1;
 }
 
 void summary_print(FILE *out)
 {
-    fprintf(out, "\n== summary: every ratio > 1 = memkit better; the median over the cells, "
-                 "then (lowest..highest, the geometric mean) ==\n");
+    fprintf(out, "\n== summary: memkit by family, time and memory; every ratio > 1 = memkit "
+                 "better ==\n"
+                 "  (first the geometric mean over the tables of each table's geometric mean, "
+                 "the verdict's figure;\n"
+                 "  then the same cells' median and geometric mean; ~ = the runs leave it open: "
+                 "under half of the\n  cells, or tables, settled)\n");
     int any = 0;
-    for (size_t k = 0; k < sizeof families / sizeof families[0]; k++) {
-        const family *f = &families[k];
-        /* the family's workloads where its column has a figure, for its
-         * title */
+    for (size_t k = 0; k < sizeof lines / sizeof lines[0]; k++) {
+        const struct line *l = &lines[k];
+        int base = families[l->fam].baseline;
+        /* the workloads where the column has a figure, for the title */
         char ran[128] = "";
-        for (size_t i = 0; i < report_nrows(); i++) {
-            const bench_row *r = report_get_row(i);
-            const bench_section *sec = report_get_section(r->section);
-            if (r->fig[f->col].runs && in_family(f, sec) && !in_list(ran, sec->workload) &&
-                strlen(ran) + strlen(sec->workload) + 2 < sizeof ran) {
+        for (int sec = 0; sec < report_nsections(); sec++) {
+            const bench_section *s = report_get_section(sec);
+            int has = 0;
+            for (size_t i = 0; i < report_nrows() && !has; i++) {
+                const bench_row *r = report_get_row(i);
+                has = r->section == sec && r->fig[l->col].runs;
+            }
+            if (has && in_family(l->workloads, s) && !in_list(ran, s->workload) &&
+                strlen(ran) + strlen(s->workload) + 2 < sizeof ran) {
                 if (ran[0])
                     strcat(ran, " ");
-                strcat(ran, sec->workload);
+                strcat(ran, s->workload);
             }
         }
-        static double v[MAXCELLS];
-        if (!collect(f, 0, -1, v, NULL) && !collect(f, 1, -1, v, NULL))
+        summary_table t[MAXTABLES];
+        if (!tables_of(l->workloads, 0, l->col, base, t, MAXTABLES) &&
+            !tables_of(l->workloads, 1, l->col, base, t, MAXTABLES))
             continue;
-        fprintf(out, "%s (%s)\n", f->title, ran);
-        family_line(out, f, 0);
-        family_line(out, f, 1);
+        fprintf(out, "%s, against %s (%s)\n", l->title, bench_col_name(base), ran);
+        measure_lines(out, l, 0);
+        measure_lines(out, l, 1);
         any = 1;
     }
     if (!any)

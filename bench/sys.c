@@ -126,11 +126,17 @@ size_t bench_sys_rss(void)
     return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+void bench_sys_cpu(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown CPU");
+    if (!proc_field("/proc/cpuinfo", "model name", buf, len))
+        proc_field("/proc/cpuinfo", "Processor", buf, len);
+}
+
 void bench_sys_describe(FILE *out, int pinned_cpu)
 {
-    char model[256] = "unknown CPU";
-    if (!proc_field("/proc/cpuinfo", "model name", model, sizeof model))
-        proc_field("/proc/cpuinfo", "Processor", model, sizeof model);
+    char model[256];
+    bench_sys_cpu(model, sizeof model);
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     fprintf(out, "machine:    %s, nproc %ld", model, online);
     if (pinned_cpu >= 0)

@@ -19,6 +19,9 @@
  *  compiler) to @p out; @p pinned_cpu is shown if >= 0. */
 void bench_sys_describe(FILE *out, int pinned_cpu);
 
+/** The CPU's model name ("AMD EPYC ...") into @p buf. */
+void bench_sys_cpu(char *buf, size_t len);
+
 /** The local date and time as "YYYY-MM-DD HH:MM:SS TZ" into @p buf. */
 void bench_sys_date(char *buf, size_t len);
 

@@ -18,8 +18,8 @@
  *   rss  (MiB, ratio allocator / glibc, < 1: less):
  *        peak       the child's VmHWM (the 512 MiB are all resident);
  *        peak+1s    the first sample 1 s or more after the peak (the
- *                   moment the last buffer was touched): the claim's
- *                   "within 1 s after the peak", during the quiet phase
+ *                   moment the last buffer was touched): the
+ *                   claim's "1 s after the peak", during the quiet phase
  *                   for every allocator here;
  *        churn end  at the end of the churn (what is left while working);
  *        quiet end  at the end of the quiet phase (what a program that

@@ -31,8 +31,9 @@
  *  RSS   in a fresh process per figure (as the RSS workload): VmRSS before
  *        (the bench's own baseline: binary, libraries, the pre-faulted
  *        pointer arrays), the growth while the tree is built, and the total
- *        VmRSS with the tree live - the figure of the claim "W5 total
- *        RSS", in MiB.
+ *        VmRSS with the tree live ("W5 total RSS", a target's figure), in
+ *        MiB; the summary, the verdict and the chart count the growth only
+ *        (the baseline is the bench's, the total their sum: ROW_INFO).
  * The pointers to the children and chunks are kept in mmap'ed arrays for
  * every allocator (malloc and mimalloc need them to free; the others get
  * them and ignore them, so the work is the same).
@@ -187,6 +188,8 @@ static void w5_rss(const bench_opts *o)
     static const char *cells[3] = {"baseline", "growth", "total"};
     for (int k = 0; k < 3; k++) {
         bench_row *row = report_row(sec, cells[k], W5_SIZE, 0, W5_CHUNKS);
+        if (k != 1) /* the process's own baseline, and the sum: the growth is the tree's */
+            row->flags |= ROW_INFO;
         for (int a = 0; a < BA_COUNT; a++) {
             if (!bench_alloc_joins(a, BJ_W5))
                 continue;

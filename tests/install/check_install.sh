@@ -13,7 +13,10 @@
 #     against the shared, static and checking libraries;
 #   - a program that must get memkit's malloc by linking libmemkit-malloc
 #     (pkg-config memkit-malloc; memkit::memkit-malloc and _static, and the
-#     old names memkit::malloc and memkit::malloc_static);
+#     old names memkit::malloc and memkit::malloc_static); and one that
+#     calls only strdup (tests/install/strdup_only.c), linked the same ways
+#     under -Wl,--as-needed (Debian's default, forced here on every
+#     system), which must still get it;
 #   - the manual pages memkit(3), memkit-malloc(3), memkit-run(1), and the
 #     documentation under share/doc/memkit (README, LICENSE, CHANGELOG,
 #     docs/);
@@ -89,7 +92,10 @@ if command -v pkg-config >/dev/null 2>&1; then
   cc "$src/tests/install/uses_malloc.c" $(pkg-config --cflags --libs memkit-malloc) \
     -Wl,-rpath,"$libdir" -o "$tmp/um_pc"
   "$tmp/um_pc"
-  echo "pkg-config consumers (README example, examples/, C++ header, memkit-check, memkit-malloc): ok"
+  cc "$src/tests/install/strdup_only.c" -Wl,--as-needed $(pkg-config --libs memkit-malloc) \
+    -Wl,-rpath,"$libdir" -o "$tmp/so_pc"
+  "$tmp/so_pc" >/dev/null
+  echo "pkg-config consumers (README example, examples/, C++ header, memkit-check, memkit-malloc, strdup only): ok"
   unset PKG_CONFIG_PATH
 else
   echo "pkg-config not installed: that half is skipped"
@@ -116,6 +122,9 @@ mkdir "$tmp/consumer"
   for t in memkit-malloc memkit-malloc_static malloc malloc_static; do
     echo "add_executable(um_$t \"$src/tests/install/uses_malloc.c\")"
     echo "target_link_libraries(um_$t PRIVATE memkit::$t)"
+    echo "add_executable(so_$t \"$src/tests/install/strdup_only.c\")"
+    echo "target_link_options(so_$t PRIVATE -Wl,--as-needed)"
+    echo "target_link_libraries(so_$t PRIVATE memkit::$t)"
   done
 } >"$tmp/consumer/CMakeLists.txt"
 cmake -S "$tmp/consumer" -B "$tmp/consumer/b" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
@@ -130,8 +139,9 @@ done
 [ $have_cxx = 1 ] && run cmake_cxx "$tmp/consumer/b/cxx_header"
 for t in memkit-malloc memkit-malloc_static malloc malloc_static; do
   "$tmp/consumer/b/um_$t"
+  "$tmp/consumer/b/so_$t" >/dev/null
 done
-echo "find_package consumers (README example, examples/, C++ header; memkit, _static, memkit-check_static, memkit-malloc and its old names): ok"
+echo "find_package consumers (README example, examples/, C++ header; memkit, _static, memkit-check_static, memkit-malloc and its old names, strdup only): ok"
 
 # memkit-run, installed in bin/, preloads the libmemkit-malloc installed
 # beside it (found from its own path, so a moved prefix works too).
@@ -152,7 +162,7 @@ for doc in README.md LICENSE CHANGELOG.md docs/DESIGN.md docs/OPTIONS.md; do
     test -f "$tmp/prefix/share/doc/memkit/$doc" ||
         { echo "no share/doc/memkit/$doc installed"; exit 1; }
 done
-cc -D_GNU_SOURCE -fno-builtin "$src/tests/run/subject.c" -o "$tmp/subject"
+cc -D_GNU_SOURCE -fno-builtin "$src/tests/run/subject.c" -o "$tmp/subject" -ldl
 mv "$tmp/prefix" "$tmp/moved"
 run="$tmp/moved/bin/memkit-run"
 status=0

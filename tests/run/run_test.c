@@ -5,7 +5,7 @@
  * what comes out: the exit status, the report on stderr, the program's
  * own stdout, the CSV and SVG files.
  *
- *   run_test MEMKIT_RUN SUBJECT LIB
+ *   run_test MEMKIT_RUN SUBJECT LIB NODEBUG_LIB
  *
  * Each test runs the tool in a child with its stdout and stderr in files
  * of a scratch directory, and a controlled environment: no MEMKIT_RUN_LIB
@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-static const char *tool, *subject, *lib;
+static const char *tool, *subject, *lib, *nodebug_lib;
 static char scratch[256];
 
 typedef struct result {
@@ -464,6 +464,155 @@ static void test_profile(void)
     } else {
         printf("  (google-pprof not installed: the .heap file is not read by pprof here)\n");
     }
+    result_free(&r);
+}
+
+/* The number after @prefix in @text ("heap profile (process 1234"), or -1. */
+static long long_after(const char *text, const char *prefix)
+{
+    const char *p = text ? strstr(text, prefix) : NULL;
+    return p ? strtol(p + strlen(prefix), NULL, 10) : -1;
+}
+
+/* A profile left by an earlier run of another program under the same
+ * prefix - a bigger one - is not read: the report, the flame graphs and
+ * the named stacks are of this run's program (until the run's own
+ * directory, the biggest profile in the directory won). */
+static void test_profile_own_files(void)
+{
+    char prefix[300], svg[320], named[320];
+    scratch_path(prefix, sizeof prefix, "own");
+    const char *before[] = {"--profile", "--rate", "65536", "--out", prefix, "--",
+                            subject, "keep", "8", NULL};
+    result r;
+    run_tool(before, NULL, &r);
+    CHECK_EQ(exit_code(&r), 0);
+    long first = long_after(r.err, "heap profile (process ");
+    CHECK(first > 0);
+    result_free(&r);
+
+    const char *args[] = {"--profile", "--rate", "1", "--out", prefix, "--",
+                          subject, "leak", NULL};
+    run_tool(args, NULL, &r);
+    CHECK_EQ(exit_code(&r), 0);
+    long second = long_after(r.err, "heap profile (process ");
+    CHECK(second > 0);
+    CHECK(second != first);
+    const char *never = strstr(r.err, "never freed (live at exit)");
+    CHECK(never && strstr(never, "leak_big"));
+    snprintf(svg, sizeof svg, "%s.exit.svg", prefix);
+    double bytes = check_flame(svg);
+    CHECK(bytes >= 40 + 3000 + 200000 && bytes < 1 << 20); /* not the 8 MiB */
+    snprintf(named, sizeof named, "%s.exit.folded", prefix);
+    char *t = slurp(named);
+    CHECK(t && strstr(t, "leak_big"));
+    free(t);
+    /* both runs' raw files are kept, under their own pids, and no run
+     * directory is left behind */
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "test -f %s.%ld.exit.heap && test -f %s.%ld.exit.heap && "
+             "! ls -d %s.?????? >/dev/null 2>&1", prefix, first, prefix, second, prefix);
+    CHECK_EQ(system(cmd), 0);
+    result_free(&r);
+}
+
+/* A frame in a library without debug information or local symbols is
+ * named by the nearest export with its offset, never by the bare export
+ * (which reads as a different function); with addr2line and without. */
+static void test_profile_nodebug(void)
+{
+    for (int with_a2l = 1; with_a2l >= 0; with_a2l--) {
+        char prefix[300];
+        scratch_path(prefix, sizeof prefix, with_a2l ? "nodebug" : "nodebug-elf");
+        const char *args[] = {"--profile", "--rate", "1", "--out", prefix, "--",
+                              subject, "nodebug", nodebug_lib, NULL};
+        const char *env_no[] = {"MEMKIT_RUN_NO_ADDR2LINE=1", NULL};
+        result r;
+        run_tool(args, with_a2l ? NULL : env_no, &r);
+        CHECK_EQ(exit_code(&r), 0);
+        const char *never = strstr(r.err, "never freed (live at exit)");
+        CHECK_NOT_NULL(never);
+        int frames = 0;
+        for (const char *l = never; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+            const char *lib_at = strstr(l, "(librun_nodebug.so)");
+            const char *eol = strchr(l, '\n');
+            if (!lib_at || (eol && lib_at > eol))
+                continue;
+            frames++;
+            const char *plus = strstr(l, "+0x");
+            if (!plus || plus > lib_at)
+                th_fail(__FILE__, __LINE__, "a frame named without its offset: %.*s",
+                        (int)(eol ? eol - l : 80), l);
+        }
+        CHECK_GE(frames, 1);
+        CHECK(!strstr(never, "mr_nodebug_alloc (librun_nodebug.so)"));
+        result_free(&r);
+    }
+}
+
+/* Nothing live at exit, and no profile at all: the flame graphs say so in
+ * words (valid SVG), not an empty box; a run without a profile also
+ * leaves no graph or named stacks of an earlier run under its name. */
+static void test_profile_empty(void)
+{
+    char prefix[300], svg[320], named[320];
+    scratch_path(prefix, sizeof prefix, "empty-prof");
+    const char *args[] = {"--profile", "--rate", "1", "--out", prefix, "--",
+                          subject, "freed", NULL};
+    result r;
+    run_tool(args, NULL, &r);
+    CHECK_EQ(exit_code(&r), 0);
+    snprintf(svg, sizeof svg, "%s.exit.svg", prefix);
+    check_svg(svg);
+    char *t = slurp(svg);
+    CHECK(t && strstr(t, "class=\"empty\"") && strstr(t, "nothing was live at exit"));
+    CHECK(t && !strstr(t, "class=\"frame\""));
+    free(t);
+    result_free(&r);
+
+    /* the same prefix, a program that takes no sample: no profile */
+    const char *none[] = {"--profile", "--rate", "1099511627776", "--out", prefix, "--",
+                          subject, "quick", NULL};
+    run_tool(none, NULL, &r);
+    CHECK_EQ(exit_code(&r), 0);
+    CHECK_STR_HAS(r.err, "no heap profile");
+    snprintf(svg, sizeof svg, "%s.peak.svg", prefix);
+    check_svg(svg);
+    t = slurp(svg);
+    CHECK(t && strstr(t, "class=\"empty\"") && strstr(t, "no heap profile"));
+    free(t);
+    snprintf(named, sizeof named, "%s.peak.folded", prefix);
+    CHECK(access(named, F_OK) != 0);
+    result_free(&r);
+}
+
+/* A stack deeper than the profile records (64 frames): the flame graph
+ * keeps to one screen, its rows narrowed, and still adds up. */
+static void test_profile_deep(void)
+{
+    char prefix[300], svg[320];
+    scratch_path(prefix, sizeof prefix, "deep");
+    const char *args[] = {"--profile", "--rate", "1", "--out", prefix, "--",
+                          subject, "deep", "100", NULL};
+    result r;
+    run_tool(args, NULL, &r);
+    CHECK_EQ(exit_code(&r), 0);
+    snprintf(svg, sizeof svg, "%s.exit.svg", prefix);
+    CHECK(check_flame(svg) >= 5000);
+    char *t = slurp(svg);
+    REQUIRE_NOT_NULL(t);
+    int height = 0, rows = 0;
+    const char *h = strstr(t, "height=\"");
+    if (h)
+        height = atoi(h + 8);
+    for (const char *p = t; (p = strstr(p, "data-depth=\"")); p += 12) {
+        int d = atoi(p + 12);
+        rows = d > rows ? d : rows;
+    }
+    CHECK_GE(rows, 60);       /* the deep stack is there */
+    CHECK(height <= 900);     /* and fits a screen (17 px rows: 1,180) */
+    CHECK_STR_HAS(t, "rows narrowed to fit");
+    free(t);
     result_free(&r);
 }
 
@@ -903,15 +1052,78 @@ static void test_gnuplot(void)
     result_free(&r);
 }
 
+/* A peak between two samples: the report's peak is the high-water mark,
+ * above every sample; the plot's y axis must still reach it (gnuplot's
+ * script and the SVG written here), and a line marks it. */
+static void test_plot_peak(void)
+{
+    char dir[300], gp[340], log[300], svg[300], env_path[700], env_log[340], nogp[340];
+    scratch_path(dir, sizeof dir, "fakegp2");
+    mkdir(dir, 0755);
+    snprintf(gp, sizeof gp, "%s/gnuplot", dir);
+    scratch_path(log, sizeof log, "gnuplot2.script");
+    scratch_path(svg, sizeof svg, "between.svg");
+    write_script(gp,
+        "#!/bin/sh\n"
+        "cat > \"$FAKE_GNUPLOT_LOG\"\n"
+        "out=$(sed -n \"s/^set output '\\(.*\\)'$/\\1/p\" \"$FAKE_GNUPLOT_LOG\")\n"
+        "echo '<svg xmlns=\"http://www.w3.org/2000/svg\"><!-- fake --></svg>'"
+        " > \"$out\"\n");
+    snprintf(env_path, sizeof env_path, "PATH=%s:/usr/bin:/bin", dir);
+    snprintf(env_log, sizeof env_log, "FAKE_GNUPLOT_LOG=%s", log);
+    const char *env[] = {env_path, env_log, NULL};
+    /* one sample at the start, none after: the program is done in 0.5 s */
+    const char *args[] = {"--interval", "3000", "--svg", svg, subject, "peak", "64", NULL};
+    result r;
+    run_tool(args, env, &r);
+    CHECK_EQ(exit_code(&r), 3);
+    CHECK_STR_HAS(r.err, "(the program's high-water mark; sampled at most");
+    double peak = number_after(r.err, "  peak RSS");
+    CHECK(peak >= 64);
+    char *script = slurp(log);
+    REQUIRE_NOT_NULL(script);
+    const char *yr = strstr(script, "set yrange [0:");
+    CHECK_NOT_NULL(yr);
+    if (yr)
+        CHECK(atof(yr + strlen("set yrange [0:")) >= peak);
+    CHECK_STR_HAS(script, "high-water mark");
+    free(script);
+    result_free(&r);
+
+    /* the SVG written here: its top tick reaches the peak, a line marks it */
+    snprintf(nogp, sizeof nogp, "PATH=%s/empty", scratch);
+    const char *env2[] = {nogp, NULL};
+    run_tool(args, env2, &r);
+    CHECK_EQ(exit_code(&r), 3);
+    peak = number_after(r.err, "  peak RSS");
+    check_svg(svg);
+    char *t = slurp(svg);
+    REQUIRE_NOT_NULL(t);
+    double top = 0; /* the y axis's labels: the group anchored at their end */
+    const char *g = strstr(t, "<g text-anchor=\"end\">"), *gend = g ? strstr(g, "</g>") : NULL;
+    for (const char *p = g; p && gend && (p = strstr(p, "<text ")) && p < gend; p++) {
+        double v;
+        const char *gt = strchr(p, '>');
+        if (gt && sscanf(gt + 1, "%lf", &v) == 1 && v > top)
+            top = v;
+    }
+    CHECK(top >= peak);
+    CHECK_STR_HAS(t, "class=\"hwm\"");
+    CHECK_STR_HAS(t, "(high-water mark, between samples)");
+    free(t);
+    result_free(&r);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: run_test MEMKIT_RUN SUBJECT LIB\n");
+    if (argc != 5) {
+        fprintf(stderr, "usage: run_test MEMKIT_RUN SUBJECT LIB NODEBUG_LIB\n");
         return 2;
     }
     tool = argv[1];
     subject = argv[2];
     lib = argv[3];
+    nodebug_lib = argv[4];
     const char *tmp = getenv("TMPDIR");
     snprintf(scratch, sizeof scratch, "%s/memkit-run-test.XXXXXX",
              tmp && *tmp ? tmp : "/tmp");
@@ -936,7 +1148,12 @@ int main(int argc, char **argv)
     RUN(test_interval_and_user_stats);
     RUN(test_signals);
     RUN(test_gnuplot);
+    RUN(test_plot_peak);
     RUN(test_profile);
+    RUN(test_profile_own_files);
+    RUN(test_profile_nodebug);
+    RUN(test_profile_empty);
+    RUN(test_profile_deep);
 
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);

@@ -29,12 +29,20 @@
  *   leak          10,000 blocks allocated and freed, then 3 kept to the
  *                 end, from leak_small (40 B), leak_mid (3000 B) and
  *                 leak_big (200,000 B): what a heap profile at rate 1 finds
+ *   freed         the same 10,000 blocks allocated and freed, and nothing
+ *                 kept: at rate 1, nothing is live at exit
+ *   deep N        recurse N calls deep (deep_call), then keep 5000 bytes:
+ *                 a stack taller than the profile's 64 frames
+ *   nodebug LIB   dlopen LIB (tests/run/nodebug.c, built without debug
+ *                 information and stripped to its exported symbols) and
+ *                 keep the 5000 bytes its static function allocates
  *
  * Allocation goes through malloc, so LD_PRELOAD decides whose; the
  * chunks are written through a volatile pointer so the compiler cannot
  * drop the allocation.  Not a test by itself: tests/run/run_test.c runs
  * it under memkit-run.
  */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -112,6 +120,14 @@ LEAKER(leak_mid)
 LEAKER(leak_big)
 LEAKER(churn_one)
 
+/* @n calls deep, then the allocation (the asm: no tail call, no loop) */
+__attribute__((noinline, noipa)) static void *deep_call(int n)
+{
+    void *p = n > 0 ? deep_call(n - 1) : leak_mid(5000);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -135,6 +151,31 @@ int main(int argc, char **argv)
         kept[1] = leak_mid(3000);
         kept[2] = leak_big(200000);
         return kept[0] && kept[1] && kept[2] ? 0 : 1;
+    }
+    if (strcmp(mode, "freed") == 0) {
+        for (int i = 0; i < 10000; i++) {
+            char *volatile p = churn_one((size_t)(i % 900) + 1);
+            p[0] = 1;
+            free(p);
+        }
+        return 0;
+    }
+    if (strcmp(mode, "deep") == 0) {
+        static void *volatile kept;
+        kept = deep_call((int)mib);
+        return kept ? 0 : 1;
+    }
+    if (strcmp(mode, "nodebug") == 0 && argc > 2) {
+        void *lib = dlopen(argv[2], RTLD_NOW);
+        void *(*alloc)(size_t);
+        *(void **)&alloc = lib ? dlsym(lib, "mr_nodebug_alloc") : NULL;
+        if (!alloc) {
+            fprintf(stderr, "subject: %s\n", dlerror());
+            return 2;
+        }
+        static void *volatile kept;
+        kept = alloc(5000);
+        return kept ? 0 : 1;
     }
     if (strcmp(mode, "keep") == 0) {
         size_t n;

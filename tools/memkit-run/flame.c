@@ -13,6 +13,13 @@
  * and stable: a hash of the frame's name, so one function keeps its
  * colour between the peak's graph and the exit's.  Trade-off: a tree of
  * names in memory (a profile has thousands of stacks, not millions).
+ *
+ * Tall stacks are fitted: past MAX_ROWS_H pixels of rows the rows get
+ * thinner (down to MIN_ROW) and their text smaller, so that a stack of
+ * memkit's 64 frames plus its context stays on one screen; the title says
+ * how deep the graph is.  A graph with nothing in it (a process that had
+ * nothing live at exit, or no profile at all) is not an empty box: it
+ * says why, in words, where the boxes would be.
  */
 #include "run.h"
 
@@ -106,12 +113,15 @@ static void xml_text(FILE *f, const char *s, size_t max)
         fputs("..", f);
 }
 
-enum { WIDTH = 1200, ROW = 17, TOP = 40, CHAR_W = 7 };
+enum { WIDTH = 1200, ROW = 17, MIN_ROW = 10, MAX_ROWS_H = 760, TOP = 40 };
 
 typedef struct layout {
     FILE *f;
     double total;
     int height;
+    int row;    /* pixels per row (ROW, or less for a tall graph) */
+    int font;   /* text size in the boxes */
+    double cw;  /* the width of one character of that size */
 } layout;
 
 static void draw(const layout *l, const node *n, double x, int depth)
@@ -119,7 +129,7 @@ static void draw(const layout *l, const node *n, double x, int depth)
     double w = l->total > 0 ? n->bytes / l->total * (WIDTH - 20) : 0;
     if (w < 1.5 && depth > 0)
         return;
-    int y = l->height - 10 - (depth + 1) * ROW;
+    int y = l->height - 10 - (depth + 1) * l->row;
     uint32_t h = 2166136261u;
     for (const char *c = n->name; *c; c++)
         h = (h ^ (unsigned char)*c) * 16777619u;
@@ -131,11 +141,11 @@ static void draw(const layout *l, const node *n, double x, int depth)
     fprintf(l->f, ": %s (%.2f%%)</title><rect class=\"frame\" x=\"%.2f\" y=\"%d\" "
                   "width=\"%.2f\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" rx=\"2\" "
                   "data-depth=\"%d\" data-bytes=\"%.0f\"/>",
-            bytes, l->total > 0 ? 100 * n->bytes / l->total : 0, 10 + x, y, w, ROW - 1,
+            bytes, l->total > 0 ? 100 * n->bytes / l->total : 0, 10 + x, y, w, l->row - 1,
             r, g, b, depth, n->bytes);
-    size_t fit = (size_t)(w / CHAR_W);
+    size_t fit = (size_t)(w / l->cw);
     if (fit >= 4) {
-        fprintf(l->f, "<text x=\"%.2f\" y=\"%d\">", 10 + x + 3, y + ROW - 5);
+        fprintf(l->f, "<text x=\"%.2f\" y=\"%d\">", 10 + x + 3, y + l->row - 1 - (l->row - l->font) / 2 - 1);
         xml_text(l->f, n->name, fit - 2);
         fprintf(l->f, "</text>");
     }
@@ -147,23 +157,43 @@ static void draw(const layout *l, const node *n, double x, int depth)
     }
 }
 
-int mr_flame_write(const mr_flame *fl, const char *path, const char *title)
+int mr_flame_write(const mr_flame *fl, const char *path, const char *title,
+                   const char *empty)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    layout l = {f, fl->root.bytes, TOP + depth_of(&fl->root) * ROW + 20};
+    int rows = fl->root.bytes > 0 ? depth_of(&fl->root) : 0;
+    layout l = {f, fl->root.bytes, 0, ROW, 11, 7};
+    if (rows * ROW > MAX_ROWS_H) { /* a tall stack: thinner rows, smaller text */
+        l.row = MAX_ROWS_H / rows < MIN_ROW ? MIN_ROW : MAX_ROWS_H / rows;
+        l.font = l.row - 4 < 11 ? l.row - 4 : 11;
+        l.cw = l.font * 0.62;
+    }
+    l.height = TOP + (rows ? rows : 3) * l.row + 20;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" font-family=\"monospace\" font-size=\"11\">\n"
+               "viewBox=\"0 0 %d %d\" font-family=\"monospace\" font-size=\"%d\">\n"
                "<rect width=\"100%%\" height=\"100%%\" fill=\"#fdfaf4\"/>\n"
                "<text x=\"%d\" y=\"22\" font-size=\"15\" text-anchor=\"middle\">",
-            WIDTH, l.height, WIDTH, l.height, WIDTH / 2);
+            WIDTH, l.height, WIDTH, l.height, l.font, WIDTH / 2);
     xml_text(f, title, 200);
     char total[32];
     mr_view_bytes(total, sizeof total, fl->root.bytes);
-    fprintf(f, " (%s; hover a box for its bytes)</text>\n", total);
-    draw(&l, &fl->root, 0, 0);
+    if (rows)
+        fprintf(f, " (%s, %d levels%s; hover a box for its bytes)</text>\n", total,
+                rows, l.row < ROW ? ", rows narrowed to fit" : "");
+    else
+        fprintf(f, "</text>\n");
+    if (!rows) {
+        fprintf(f, "<text class=\"empty\" x=\"%d\" y=\"%d\" font-size=\"13\" "
+                   "text-anchor=\"middle\" fill=\"#555555\">",
+                WIDTH / 2, TOP + 2 * ROW);
+        xml_text(f, empty && *empty ? empty : "nothing to draw", 300);
+        fprintf(f, "</text>\n");
+    } else {
+        draw(&l, &fl->root, 0, 0);
+    }
     fprintf(f, "</svg>\n");
     return fclose(f) == 0 ? 0 : -1;
 }

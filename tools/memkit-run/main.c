@@ -75,7 +75,9 @@ static void usage(FILE *f)
 "  --system       run on the system allocator (no preload) instead\n"
 "  --profile      sample a heap profile (MEMKIT_PROFILE): report the top stacks\n"
 "                 at the peak and still live at exit, the bytes by context, and\n"
-"                 write flame graphs PREFIX.peak.svg and PREFIX.exit.svg\n"
+"                 write flame graphs PREFIX.peak.svg and PREFIX.exit.svg, their\n"
+"                 stacks named in PREFIX.peak.folded and PREFIX.exit.folded, and\n"
+"                 each process's raw files as PREFIX.PID.*\n"
 "  --rate BYTES   mean bytes between samples (default 524288; 1: every\n"
 "                 allocation, an exact list of what is never freed)\n"
 "  --out PREFIX   where the profile goes (default ./memkit-profile)\n"
@@ -366,21 +368,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "memkit-run: --profile needs memkit (not --system)\n");
         return MR_EXIT_USAGE;
     }
-    /* the profile: every process on memkit writes PREFIX.PID.* at exit
-     * (an absolute prefix: the program may change directory) */
-    char prefix[PATH_MAX];
+    /* the profile: every process on memkit writes its files at exit into
+     * a directory made for this run, beside PREFIX (an absolute prefix:
+     * the program may change directory), so that only this run's files
+     * are read; profile.c moves them to PREFIX.PID.* */
+    char prefix[PATH_MAX], prof_dir[PATH_MAX];
     if (profile) {
         char cwd[PATH_MAX / 2];
         if (out_prefix[0] != '/' && getcwd(cwd, sizeof cwd))
             snprintf(prefix, sizeof prefix, "%s/%.*s", cwd, PATH_MAX / 2 - 16, out_prefix);
         else
             snprintf(prefix, sizeof prefix, "%s", out_prefix);
-        char env[PATH_MAX + 8], rs[32];
-        snprintf(env, sizeof env, "%s.%%p", prefix);
-        snprintf(rs, sizeof rs, "%ld", rate);
-        setenv("MEMKIT_PROFILE", "1", 1);
-        setenv("MEMKIT_PROFILE_RATE", rs, 1);
-        setenv("MEMKIT_PROFILE_PREFIX", env, 1);
     }
 
     char lib[PATH_MAX], why[PATH_MAX + 256];
@@ -402,11 +400,27 @@ int main(int argc, char **argv)
                 snprintf(lib, sizeof lib, "%s", alt);
         }
     }
+    if (profile) {
+        snprintf(prof_dir, sizeof prof_dir, "%.*s.XXXXXX", PATH_MAX - 8, prefix);
+        if (!mkdtemp(prof_dir)) {
+            fprintf(stderr, "memkit-run: cannot make a directory for the profile (%s): %s\n",
+                    prof_dir, strerror(errno));
+            return MR_EXIT_USAGE;
+        }
+        char env[PATH_MAX + 8], rs[32];
+        snprintf(env, sizeof env, "%s/%%p", prof_dir);
+        snprintf(rs, sizeof rs, "%ld", rate);
+        setenv("MEMKIT_PROFILE", "1", 1);
+        setenv("MEMKIT_PROFILE_RATE", rs, 1);
+        setenv("MEMKIT_PROFILE_PREFIX", env, 1);
+    }
     int wake_fd, fail;
     mr_sampler *sampler = mr_sample_new();
     if (!sampler || mr_launch_init(&wake_fd) != 0) {
         fprintf(stderr, "memkit-run: cannot start: %s\n", strerror(errno));
         mr_sample_delete(sampler);
+        if (profile)
+            rmdir(prof_dir);
         return MR_EXIT_USAGE;
     }
     /* memkit's view: its exit handler writes into a file of ours, unless
@@ -428,6 +442,8 @@ int main(int argc, char **argv)
         if (csv_f)
             fclose(csv_f);
         mr_sample_delete(sampler);
+        if (profile)
+            rmdir(prof_dir);
         return fail;
     }
 
@@ -504,7 +520,7 @@ int main(int argc, char **argv)
     }
 
     if (profile)
-        mr_profile_report(stderr, prefix, rate);
+        mr_profile_report(stderr, prefix, prof_dir, rate, r.still_running > 0);
 
     if (csv_f || svg)
         fputc('\n', stderr);
@@ -523,7 +539,7 @@ int main(int argc, char **argv)
         char title[600];
         snprintf(title, sizeof title, "memkit-run: %s (%s)", cmd,
                  r.lib ? "memkit" : "system allocator");
-        mr_plot_svg(svg, &r.series, title, stderr);
+        mr_plot_svg(svg, &r.series, title, r.maxrss_kib / 1024.0, stderr);
     }
     free(r.series.v);
     if (WIFSIGNALED(r.status))

@@ -15,7 +15,13 @@
  * exit status, or a file without "<svg"), the tool writes a plain SVG
  * itself: axes with round ticks, labels with their units (time in s,
  * resident memory in MiB), the RSS line and the private
- * dirty line (dashed), a legend.  That SVG is plain XML: text is escaped,
+ * dirty line (dashed), a legend.
+ *
+ * Both reach the peak the report gives: when the program's high-water mark
+ * (wait4's ru_maxrss) is above every sample - a peak between two samples,
+ * or shorter than one - the y axis goes up to it too and a dotted line
+ * marks it, labelled; else a peak the text states would sit above the top
+ * of the chart that is meant to show it.  That SVG is plain XML: text is escaped,
  * and bytes outside printable ASCII in a title (a program's arguments)
  * become '?', so the file is valid whatever the command line held.
  */
@@ -75,7 +81,13 @@ static void polyline(FILE *f, const mr_series *s, int dirty, double tmax,
     fprintf(f, "\"/>\n");
 }
 
-int mr_plot_svg_builtin(FILE *f, const mr_series *s, const char *title)
+/* The high-water mark line, when @hwm is above the samples' @peak. */
+static int hwm_above(double hwm, double peak)
+{
+    return hwm > peak * 1.001 && hwm > peak + 0.05;
+}
+
+int mr_plot_svg_builtin(FILE *f, const mr_series *s, const char *title, double hwm_mib)
 {
     double peak = 0, tend = 0;
     int dirty = s->n > 0;
@@ -86,7 +98,8 @@ int mr_plot_svg_builtin(FILE *f, const mr_series *s, const char *title)
             dirty = 0;
         tend = s->v[i].t;
     }
-    double ymax = mr_chart_nice(peak), tmax = mr_chart_nice(tend);
+    int hwm = hwm_above(hwm_mib, peak);
+    double ymax = mr_chart_nice(hwm ? hwm_mib : peak), tmax = mr_chart_nice(tend);
     double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
 
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -142,6 +155,14 @@ int mr_plot_svg_builtin(FILE *f, const mr_series *s, const char *title)
                      "stroke=\"#d9661f\" stroke-width=\"1.5\" "
                      "stroke-dasharray=\"6 3\"");
     }
+    if (hwm) {
+        double y = TOP + ph - hwm_mib / ymax * ph;
+        fprintf(f, "<line class=\"hwm\" x1=\"%d\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                   "stroke=\"#b22222\" stroke-width=\"1\" stroke-dasharray=\"2 3\"/>\n"
+                   "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" fill=\"#b22222\">"
+                   "peak %.1f MiB (high-water mark, between samples)</text>\n",
+                LEFT, y, LEFT + pw, y, LEFT + 6, y - 4, hwm_mib);
+    }
     double lx = LEFT + pw - 150, ly = TOP + 14;
     fprintf(f, "<g font-size=\"11\">\n"
                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
@@ -175,19 +196,33 @@ static void gp_str(FILE *f, const char *s)
 }
 
 static void gp_script(FILE *f, const char *path, const mr_series *s,
-                      const char *title)
+                      const char *title, double hwm_mib)
 {
     int dirty = s->n > 0;
-    for (size_t i = 0; i < s->n; i++)
+    double peak = 0;
+    for (size_t i = 0; i < s->n; i++) {
         if (s->v[i].dirty_kib < 0)
             dirty = 0;
+        if (s->v[i].rss_kib / 1024.0 > peak)
+            peak = s->v[i].rss_kib / 1024.0;
+    }
+    int hwm = hwm_above(hwm_mib, peak);
     fprintf(f, "set terminal svg size %d,%d dynamic noenhanced\n", W, H);
     fprintf(f, "set output ");
     gp_str(f, path);
     fprintf(f, "\nset title ");
     gp_str(f, title);
     fprintf(f, "\nset xlabel 'time (s)'\nset ylabel 'resident memory (MiB)'\nset grid\n"
-               "set key top right\nset yrange [0:*]\nset xrange [0:*]\n");
+               "set key top right\nset xrange [0:*]\n");
+    /* the axis reaches the peak the report states, with a margin: gnuplot's
+     * autoscale sees only the samples */
+    fprintf(f, "set yrange [0:%.6g]\n", mr_chart_nice((hwm ? hwm_mib : peak) * 1.05));
+    if (hwm)
+        fprintf(f, "set arrow from graph 0, first %.4f to graph 1, first %.4f nohead "
+                   "dashtype 3 linecolor rgb '#b22222'\n"
+                   "set label 'peak %.1f MiB (high-water mark, between samples)' at graph "
+                   "0.02, first %.4f offset 0,0.6 textcolor rgb '#b22222'\n",
+                hwm_mib, hwm_mib, hwm_mib, hwm_mib);
     fprintf(f, "plot '-' using 1:2 with lines lw 2 title 'RSS'");
     if (dirty)
         fprintf(f, ", '-' using 1:2 with lines title 'private dirty'");
@@ -217,7 +252,7 @@ static int looks_svg(const char *path)
 
 /* Run gnuplot; 0 if it wrote the SVG, else -1 with why in @why. */
 static int with_gnuplot(const char *gp, const char *path, const mr_series *s,
-                        const char *title, char *why, size_t why_cap)
+                        const char *title, double hwm_mib, char *why, size_t why_cap)
 {
     int fds[2];
     if (pipe(fds) != 0) {
@@ -246,7 +281,7 @@ static int with_gnuplot(const char *gp, const char *path, const mr_series *s,
     close(fds[0]);
     FILE *f = fdopen(fds[1], "w");
     if (f) {
-        gp_script(f, path, s, title);
+        gp_script(f, path, s, title, hwm_mib);
         fclose(f); /* EPIPE if it died early: its status says why */
     } else {
         close(fds[1]);
@@ -270,11 +305,11 @@ static int with_gnuplot(const char *gp, const char *path, const mr_series *s,
 }
 
 int mr_plot_svg(const char *path, const mr_series *s, const char *title,
-                FILE *log)
+                double hwm_mib, FILE *log)
 {
     char gp[4096], why[256];
     if (mr_locate_program("gnuplot", gp, sizeof gp)) {
-        if (with_gnuplot(gp, path, s, title, why, sizeof why) == 0) {
+        if (with_gnuplot(gp, path, s, title, hwm_mib, why, sizeof why) == 0) {
             fprintf(log, "  svg         %s (gnuplot)\n", path);
             return 0;
         }
@@ -282,7 +317,7 @@ int mr_plot_svg(const char *path, const mr_series *s, const char *title,
         snprintf(why, sizeof why, "no gnuplot on PATH");
     }
     FILE *f = fopen(path, "w");
-    if (!f || mr_plot_svg_builtin(f, s, title) != 0) {
+    if (!f || mr_plot_svg_builtin(f, s, title, hwm_mib) != 0) {
         fprintf(log, "memkit-run: cannot write %s: %s\n", path,
                 strerror(errno));
         if (f)

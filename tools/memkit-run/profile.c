@@ -1,10 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * profile.c - memkit-run --profile: read the heap profile a run left
- * (PREFIX.PID.peak.folded / .exit.folded, and the mappings from the .heap
- * file), name the frames (symbols.c) and report who held the memory: the
- * top stacks at the peak and still live at exit, and the bytes by context
- * at the peak; then the two flame graphs (flame.c).
+ * (PID.peak.folded / .exit.folded, and the mappings from the .heap file,
+ * in the run's own directory), name the frames (symbols.c) and report who
+ * held the memory: the top stacks at the peak and still live at exit, and
+ * the bytes by context at the peak; then the two flame graphs (flame.c)
+ * and the same stacks as named folded files, for flamegraph.pl and
+ * speedscope, which cannot name the raw files' return addresses.
+ *
+ * Only this run's files are read: the program's processes write into a
+ * directory made for the run (PREFIX.XXXXXX, beside the files it ends up
+ * as), and the report moves them to PREFIX.PID.* once it has read the
+ * list.  So a profile an earlier run left under the same prefix, or one
+ * of another program, can never be taken for this one; the price is a
+ * rename per file, and the files of a process still running when the
+ * program ends arrive in that directory, which then stays (the report
+ * says where).
  *
  * A process tree leaves one profile per process on memkit; the report is
  * of the process whose peak estimate is the largest (the program, unless a
@@ -13,6 +24,9 @@
  * are dropped: the stack ends where the program asked for memory.
  * Trade-off: stacks that differ only below the frames kept are merged by
  * their names, so a report and a flame graph count what a reader sees.
+ * A run that left no profile (no sample taken) still writes both flame
+ * graphs, each saying so, so that no graph of an earlier run stays behind
+ * under this run's name.
  */
 #include "run.h"
 
@@ -21,6 +35,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -145,28 +160,34 @@ static int memkit_name(const char *n)
     return 0;
 }
 
+enum { MAX_FRAMES = 64 }; /* memkit records at most this many */
+
 /* The frames of @s named, root first, memkit's own cut from the top;
- * returns how many are kept (the names point into @sym's cache, or into
- * @tmp for addresses it could not place). */
+ * returns how many are kept, at most MAX_FRAMES, the innermost (the names
+ * point into @sym's cache, or into @tmp for addresses it could not
+ * place). */
 static int named(const mr_symbols *sym, const raw_stack *s, const char **out,
                  char (*tmp)[24])
 {
-    int n = s->depth;
+    int n = s->depth, first = 0;
     while (n > 1) { /* innermost last */
         const char *nm = mr_symbols_name(sym, s->frames[n - 1]);
         if (!mr_symbols_is_memkit(sym, s->frames[n - 1]) && !(nm && memkit_name(nm)))
             break;
         n--;
     }
-    for (int i = 0; i < n; i++) {
+    if (n > MAX_FRAMES) /* a file not of memkit's making: keep the innermost */
+        first = n - MAX_FRAMES;
+    for (int i = first; i < n; i++) {
         const char *nm = mr_symbols_name(sym, s->frames[i]);
         if (!nm) {
-            snprintf(tmp[i], sizeof tmp[i], "0x%llx", (unsigned long long)s->frames[i]);
-            nm = tmp[i];
+            snprintf(tmp[i - first], sizeof tmp[i - first], "0x%llx",
+                     (unsigned long long)s->frames[i]);
+            nm = tmp[i - first];
         }
-        out[i] = nm;
+        out[i - first] = nm;
     }
-    return n;
+    return n - first;
 }
 
 /* The report's view of one profile: stacks by their names. */
@@ -188,8 +209,8 @@ static void top_stacks(FILE *out, const mr_symbols *sym, const raw_prof *p,
     named_stack *v = calloc(p->n ? p->n : 1, sizeof *v);
     size_t nv = 0;
     for (size_t i = 0; v && i < p->n; i++) {
-        const char *names[64];
-        char tmp[64][24];
+        const char *names[MAX_FRAMES];
+        char tmp[MAX_FRAMES][24];
         int n = named(sym, &p->v[i], names, tmp);
         char key[1024];
         size_t len = 0;
@@ -251,55 +272,70 @@ static void by_context(FILE *out, const raw_prof *p)
     free(v);
 }
 
-/* ---- flame graph input ---------------------------------------------------------------- */
+/* ---- flame graphs and named folded stacks ------------------------------------------ */
 
-static int flame_of(const mr_symbols *sym, const raw_prof *p, const char *path,
-                    const char *title, FILE *log)
+/* One frame name in a folded line: ';' separates frames there, and the
+ * count follows the last blank, so neither may be mistaken. */
+static void folded_frame(FILE *f, const char *name)
 {
-    mr_flame *f = mr_flame_new();
-    for (size_t i = 0; f && i < p->n; i++) {
-        const char *names[65];
-        char tmp[64][24];
+    for (const char *c = name; *c; c++)
+        fputc(*c == ';' ? ':' : (unsigned char)*c < 0x20 ? '?' : *c, f);
+}
+
+/* The flame graph of @p at @svg and its stacks, named, at @folded (one
+ * line per stack: "context CTX;outermost;...;innermost BYTES", the format
+ * of flamegraph.pl and speedscope); @empty says why there is nothing when
+ * @p holds no bytes. */
+static int flame_of(const mr_symbols *sym, const raw_prof *p, const char *svg,
+                    const char *folded, const char *title, const char *empty, FILE *log)
+{
+    mr_flame *fl = mr_flame_new();
+    FILE *ff = folded ? fopen(folded, "w") : NULL;
+    for (size_t i = 0; fl && p && sym && i < p->n; i++) {
+        const char *names[MAX_FRAMES + 1];
+        char tmp[MAX_FRAMES][24];
         char ctx[256];
         snprintf(ctx, sizeof ctx, "context %s", p->v[i].ctx);
         names[0] = ctx;
         int n = named(sym, &p->v[i], names + 1, tmp);
-        mr_flame_add(f, names, n + 1, p->v[i].bytes);
+        mr_flame_add(fl, names, n + 1, p->v[i].bytes);
+        if (ff) {
+            for (int k = 0; k <= n; k++) {
+                if (k)
+                    fputc(';', ff);
+                folded_frame(ff, names[k]);
+            }
+            fprintf(ff, " %.0f\n", p->v[i].bytes);
+        }
     }
-    int r = f ? mr_flame_write(f, path, title) : -1;
+    int r = fl ? mr_flame_write(fl, svg, title, empty) : -1;
     if (r == 0)
-        fprintf(log, "  flame graph %s\n", path);
+        fprintf(log, "  flame graph %s\n", svg);
     else
-        fprintf(log, "memkit-run: cannot write %s: %s\n", path, strerror(errno));
-    mr_flame_free(f);
+        fprintf(log, "memkit-run: cannot write %s: %s\n", svg, strerror(errno));
+    if (folded && (!ff || fclose(ff) != 0)) {
+        fprintf(log, "memkit-run: cannot write %s: %s\n", folded, strerror(errno));
+        r = -1;
+    }
+    mr_flame_free(fl);
     return r;
 }
 
 /* ---- the run's profile ------------------------------------------------------------------- */
 
-/* The pid whose PREFIX.PID.peak.folded holds the most (0: none). */
-static long pick_process(const char *prefix)
+/* The pid whose DIR/PID.peak.folded holds the most (0: none). */
+static long pick_process(const char *dir)
 {
-    char dir[4096];
-    const char *slash = strrchr(prefix, '/');
-    const char *base = slash ? slash + 1 : prefix;
-    if (slash)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - prefix), prefix);
-    else
-        snprintf(dir, sizeof dir, ".");
-    DIR *d = opendir(dir[0] ? dir : "/");
+    DIR *d = opendir(dir);
     if (!d)
         return 0;
     long best = 0;
     double most = -1;
-    size_t bl = strlen(base);
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (strncmp(e->d_name, base, bl) != 0 || e->d_name[bl] != '.')
-            continue;
         char *end;
-        long pid = strtol(e->d_name + bl + 1, &end, 10);
-        if (pid <= 0 || strcmp(end, ".peak.folded") != 0)
+        long pid = strtol(e->d_name, &end, 10);
+        if (pid <= 0 || end == e->d_name || strcmp(end, ".peak.folded") != 0)
             continue;
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
@@ -314,12 +350,51 @@ static long pick_process(const char *prefix)
     return best;
 }
 
-int mr_profile_report(FILE *out, const char *prefix, long rate)
+/* Move every file of @dir to PREFIX.<its name>; then remove @dir unless
+ * @keep_dir (processes still running will write there). */
+static void move_files(const char *dir, const char *prefix, int keep_dir, FILE *log)
 {
-    long pid = pick_process(prefix);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char from[8192], to[8192];
+        snprintf(from, sizeof from, "%s/%s", dir, e->d_name);
+        snprintf(to, sizeof to, "%s.%s", prefix, e->d_name);
+        if (rename(from, to) != 0)
+            fprintf(log, "memkit-run: cannot move %s to %s: %s\n", from, to,
+                    strerror(errno));
+    }
+    closedir(d);
+    if (!keep_dir)
+        rmdir(dir);
+}
+
+int mr_profile_report(FILE *out, const char *prefix, const char *dir, long rate,
+                      int still_running)
+{
+    long pid = pick_process(dir);
+    move_files(dir, prefix, still_running, out);
+    char svg_peak[4096], svg_exit[4096], named_peak[4096], named_exit[4096];
+    snprintf(svg_peak, sizeof svg_peak, "%s.peak.svg", prefix);
+    snprintf(svg_exit, sizeof svg_exit, "%s.exit.svg", prefix);
+    snprintf(named_peak, sizeof named_peak, "%s.peak.folded", prefix);
+    snprintf(named_exit, sizeof named_exit, "%s.exit.folded", prefix);
     if (!pid) {
-        fprintf(out, "memkit-run: no heap profile found at %s.PID.* (did the "
-                     "program run on memkit?)\n", prefix);
+        char why[200];
+        snprintf(why, sizeof why, "no heap profile: the program took no sample (one per %ld "
+                 "bytes allocated on average), or did not run on memkit", rate);
+        fprintf(out, "memkit-run: %s\n", why);
+        flame_of(NULL, NULL, svg_peak, NULL, "memkit heap profile: live at the peak", why, out);
+        flame_of(NULL, NULL, svg_exit, NULL, "memkit heap profile: live at exit", why, out);
+        remove(named_peak); /* an earlier run's: not this run's stacks */
+        remove(named_exit);
+        if (still_running)
+            fprintf(out, "  note        the profiles of processes still running go to %s/\n",
+                    dir);
         return -1;
     }
     char path[4096];
@@ -357,13 +432,18 @@ int mr_profile_report(FILE *out, const char *prefix, long rate)
         top_stacks(out, sym, &exit_p, rate <= 1 ? "never freed (live at exit)"
                                                 : "still live at exit", 8);
         by_context(out, &peak);
-        snprintf(path, sizeof path, "%s.peak.svg", prefix);
-        flame_of(sym, &peak, path, "memkit heap profile: live at the peak", out);
-        snprintf(path, sizeof path, "%s.exit.svg", prefix);
-        flame_of(sym, &exit_p, path, "memkit heap profile: live at exit", out);
-        fprintf(out, "  profiles    %s.%ld.{peak,exit}.{heap,folded} (pprof, "
-                     "jeprof; flame graph tools)\n", prefix, pid);
+        flame_of(sym, &peak, svg_peak, named_peak, "memkit heap profile: live at the peak",
+                 "nothing was live at the peak", out);
+        flame_of(sym, &exit_p, svg_exit, named_exit, "memkit heap profile: live at exit",
+                 rate <= 1 ? "nothing was live at exit: every allocation was freed"
+                           : "no sampled allocation was still live at exit", out);
+        fprintf(out, "  named       %s, %s (folded stacks with names: flamegraph.pl, "
+                     "speedscope)\n", named_peak, named_exit);
+        fprintf(out, "  profiles    %s.%ld.{peak,exit}.{heap,folded} (raw addresses: pprof, "
+                     "jeprof)\n", prefix, pid);
     }
+    if (still_running)
+        fprintf(out, "  note        the profiles of processes still running go to %s/\n", dir);
     mr_symbols_free(sym);
     free(heap);
     raw_free(&peak);

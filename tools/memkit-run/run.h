@@ -136,13 +136,16 @@ int mr_chart_ticks(double top);
 int mr_plot_csv(FILE *f, const mr_series *s);
 
 /* Write an SVG of the samples to @path: with gnuplot when it is on PATH,
- * else (or if gnuplot fails) written here.  @title is plain text.  Says on
- * @log which one wrote it.  Returns 0 or -1 (message printed). */
+ * else (or if gnuplot fails) written here.  @title is plain text.
+ * @hwm_mib is the program's high-water mark in MiB (0: unknown): when it
+ * is above every sample, the y axis reaches it and a line marks it.  Says
+ * on @log which one wrote it.  Returns 0 or -1 (message printed). */
 int mr_plot_svg(const char *path, const mr_series *s, const char *title,
-                FILE *log);
+                double hwm_mib, FILE *log);
 
 /* The SVG written here (no gnuplot); returns 0 or -1 (errno). */
-int mr_plot_svg_builtin(FILE *f, const mr_series *s, const char *title);
+int mr_plot_svg_builtin(FILE *f, const mr_series *s, const char *title,
+                        double hwm_mib);
 
 /* ---- json.c -------------------------------------------------------------------- */
 
@@ -215,14 +218,21 @@ mr_flame *mr_flame_new(void);
 void mr_flame_free(mr_flame *f);
 /* Add a stack of @n frame names, root first, holding @bytes. */
 void mr_flame_add(mr_flame *f, const char *const *frames, int n, double bytes);
-/* Write the SVG to @path; 0, or -1 with errno. */
-int mr_flame_write(const mr_flame *f, const char *path, const char *title);
+/* Write the SVG to @path; when the graph holds no bytes, it says
+ * @empty instead (plain text).  0, or -1 with errno. */
+int mr_flame_write(const mr_flame *f, const char *path, const char *title,
+                   const char *empty);
 
 /* ---- profile.c ---------------------------------------------------------------------- */
 
-/* The report of the heap profile a run left at @prefix.PID.* (rate
- * @rate), and the flame graphs @prefix.peak.svg and @prefix.exit.svg.
- * Returns 0, or -1 when no profile was found (said on @out). */
-int mr_profile_report(FILE *out, const char *prefix, long rate);
+/* The report of the heap profile this run's processes left in @dir (as
+ * PID.*, MEMKIT_PROFILE_PREFIX=@dir/%p; rate @rate): the files move to
+ * @prefix.PID.*, then the flame graphs @prefix.peak.svg and
+ * @prefix.exit.svg and their named stacks @prefix.peak.folded and
+ * @prefix.exit.folded are written.  @dir is removed unless
+ * @still_running (processes that will write there later).  Returns 0, or
+ * -1 when there was no profile (said on @out; the flame graphs say so). */
+int mr_profile_report(FILE *out, const char *prefix, const char *dir, long rate,
+                      int still_running);
 
 #endif /* MEMKIT_RUN_H */

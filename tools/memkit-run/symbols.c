@@ -6,6 +6,14 @@
  * object's own symbol tables (.symtab, else .dynsym), else "0xADDR
  * (library)".
  *
+ * The offset is never dropped without line tables: in a library stripped
+ * to its exported symbols, a static function is named by the nearest
+ * export below it, which may be a different function altogether
+ * ("sqlite3_os_end+0xdfc" is not sqlite3_os_end); the offset is what tells
+ * the reader so.  For the same reason addr2line's function name counts
+ * only when it also found the line (it takes the name from the same
+ * nearest symbol otherwise, with no offset).
+ *
  * The process's mappings come with its profile (the .heap file's
  * MAPPED_LIBRARIES section, a copy of /proc/PID/maps taken by the process
  * itself), so the addresses are read against what was mapped where, even
@@ -199,6 +207,8 @@ static uint64_t vaddr_of(const object *o, uint64_t off)
     return 0;
 }
 
+/* The symbol at or nearest below @va (NULL: none below it).  Past the
+ * symbol's size too: the caller prints the offset, which says how far. */
 static const fsym *sym_at(const object *o, uint64_t va)
 {
     size_t lo = 0, hi = o->nsyms;
@@ -211,8 +221,7 @@ static const fsym *sym_at(const object *o, uint64_t va)
     }
     if (!lo)
         return NULL;
-    const fsym *f = &o->syms[lo - 1];
-    return !f->size || va < f->value + f->size ? f : NULL;
+    return &o->syms[lo - 1];
 }
 
 static object *object_of(mr_symbols *s, const char *path)
@@ -276,16 +285,18 @@ static void ask_addr2line(const char *path, const uint64_t *va, size_t n, char *
     for (size_t i = 0; i < n && fgets(fn, sizeof fn, p) && fgets(where, sizeof where, p); i++) {
         fn[strcspn(fn, "\n")] = '\0';
         where[strcspn(where, "\n")] = '\0';
-        if (strcmp(fn, "??") == 0)
-            continue;
         char *disc = strstr(where, " (discriminator");
         if (disc)
             *disc = '\0';
+        size_t wl = strlen(where);
+        /* no line: the name is only the nearest symbol's; the ELF reader
+         * gives it with its offset */
+        if (strcmp(fn, "??") == 0 || where[0] == '?' ||
+            (wl >= 2 && strcmp(where + wl - 2, ":0") == 0) ||
+            (wl >= 2 && strcmp(where + wl - 2, ":?") == 0))
+            continue;
         char buf[4200];
-        if (where[0] == '?' || strstr(where, ":0") == where + strlen(where) - 2)
-            snprintf(buf, sizeof buf, "%s (%s)", fn, base_name(path));
-        else
-            snprintf(buf, sizeof buf, "%s (%s)", fn, base_name(where));
+        snprintf(buf, sizeof buf, "%s (%s)", fn, base_name(where));
         names[i] = dup_str(buf);
     }
     pclose(p);
