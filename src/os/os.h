@@ -160,39 +160,43 @@ uintptr_t mki_os_self_assign(void);
  * The arena: one contiguous range of address space from which the caller
  * carves equal, aligned pieces (segment.c: its normal segments).  What it
  * buys is a contiguous range: "is this pointer in a piece handed out?" is
- * a subtraction and a comparison (mki_os_arena), with no lookup, and
- * everything in that range is mapped and readable (a piece given back
- * reads as zeros), so a pointer that passes may be read without a fault
- * where the caller keeps its own data readable.
+ * a subtraction and a comparison (mki_os_arena), with no lookup.  Each
+ * piece's first bytes are always mapped and readable (a piece given back
+ * reads as zeros there), so a caller that keeps its own data there (a
+ * segment's header) may read it for any pointer that passes.
  *
  * The range is not reserved ahead: it starts at an address of its own,
- * far from where the kernel places mappings (a random place above 32 TiB,
- * from the bytes the kernel gives every program at exec), and grows a
- * piece at a time, each mapped right after the last (MAP_FIXED_NOREPLACE:
- * never over anything).  So the process's address space (VmSize,
- * RLIMIT_AS, the lock limit of mlockall) holds only the pieces taken.
- * When the place after the last piece is taken by something else, or the
- * arena reached its size, it stops growing, and the caller maps further
- * pieces elsewhere.
+ * far from where the kernel places mappings (a random place above 32 TiB),
+ * and grows a piece at a time.  A piece is mapped only as far as its
+ * caller uses it: the rest is left unmapped, for the caller to map when
+ * it needs more (mki_os_map_at), so the process's address space (VmSize,
+ * RLIMIT_AS, the lock limit mlockall checks) holds only what is mapped.
+ * Every mapping is made where nothing is (MAP_FIXED_NOREPLACE), never over
+ * anything: where the place of a new piece is taken by something else, or
+ * the arena reached its size, it stops growing, and the caller maps
+ * further pieces elsewhere.
  *
- * mki_os_arena_init(max, align): pick the arena's place and map its first
- * piece, of @align bytes, for at most @max bytes in all; 0, or -1 when no
- * arena could be made (every piece then comes from mki_os_reserve).
- * Called once, under the caller's lock.
- * mki_os_arena_take(size): the next @size bytes (a multiple of the
- * alignment), inaccessible (the caller opens what it uses with
- * mki_os_access), counted as reserved; NULL with *@full set when the arena
- * is at its end (the caller reserves elsewhere), NULL with errno ENOMEM
- * otherwise (an injected failure).  Caller's lock.
- * mki_os_arena_drop(p, size, committed): a piece taken before goes back:
- * its pages and its commit charge are dropped, and it stays in the arena,
- * readable (zeros) and nothing else, for the caller to take again with
- * mki_os_arena_reuse (which counts it as reserved again; it is readable
- * only, until opened).
- * mki_os_arena_shrink(used): the arena's pieces from byte @used on (all
- * given back, and the caller's last) are unmapped: address space given
- * back when a mapping failed (RLIMIT_AS); the next take maps them again.
- * Caller's lock.
+ * mki_os_arena_init(max, align): pick the arena's place, for at most @max
+ * bytes in all, pieces aligned to @align; 0, or -1 when no arena could be
+ * made (every piece then comes from mki_os_reserve).  Called once, under
+ * the caller's lock.
+ * mki_os_arena_take(size, map): the next @size bytes (a multiple of the
+ * alignment), its first @map bytes mapped read-write and counted as
+ * reserved, the rest unmapped; NULL with *@full set when the arena is at
+ * its end or the place is taken (the caller reserves elsewhere), NULL with
+ * errno ENOMEM otherwise (a limit, or an injected failure).  Caller's
+ * lock.
+ * mki_os_arena_drop(p, size, mapped, keep, committed): a piece taken
+ * before goes back: of its @mapped first bytes, the first @keep become
+ * fresh zero pages, readable only (out of VmData and the commit charge),
+ * and the rest is unmapped; its place stays in the arena for the caller
+ * to take again with mki_os_arena_reuse (which counts its @keep readable
+ * bytes as reserved again; the caller makes them writable with
+ * mki_os_access and maps more with mki_os_map_at).
+ * mki_os_arena_shrink(used, keep): the arena's pieces from byte @used on
+ * (all given back, and the caller's last) leave it, their first @keep
+ * bytes unmapped: address space given back when a mapping failed
+ * (RLIMIT_AS); the next take maps them again.  Caller's lock.
  * Each keeps errno as it was when it succeeds.
  */
 typedef struct mki_os_span {
@@ -200,25 +204,23 @@ typedef struct mki_os_span {
 } mki_os_span;
 extern mki_os_span mki_os_arena;
 int mki_os_arena_init(size_t max, size_t align);
-void *mki_os_arena_take(size_t size, int *full);
-void mki_os_arena_drop(void *p, size_t size, size_t committed);
-void mki_os_arena_reuse(void *p, size_t size);
-void mki_os_arena_shrink(size_t used);
+void *mki_os_arena_take(size_t size, size_t map, int *full);
+void mki_os_arena_drop(void *p, size_t size, size_t mapped, size_t keep,
+                       size_t committed);
+void mki_os_arena_reuse(void *p, size_t keep);
+void mki_os_arena_shrink(size_t used, size_t keep);
 
-/* Access to a range of a reservation (OS-page aligned): what a caller
- * keeps closed until it is used (a segment's tail: its pages then count
- * in no limit, VmData, the commit charge or mlockall's locked memory).
- * mki_os_access(p, size, how): the range becomes read-write
+/* Map [p, p+size) read-write (OS-page aligned), counted as reserved, where
+ * nothing is mapped: 0; -1 with errno EEXIST when something is (the range
+ * is left as it was), or ENOMEM (a limit). */
+int mki_os_map_at(void *p, size_t size);
+
+/* Make [p, p+size) of a reservation (OS-page aligned) read-write
  * (MKI_OS_RW), readable (MKI_OS_READ) or inaccessible (MKI_OS_NONE), its
- * contents kept; 0, or -1 with errno ENOMEM (a limit refused the charge:
- * nothing changed).
- * mki_os_discard(p, size, how): the range's pages are dropped (it reads as
- * zeros once accessible), with their commit charge, and it becomes
- * readable (MKI_OS_READ) or inaccessible (MKI_OS_NONE); never fails (a
- * system that refuses leaves it read-write, its pages dropped). */
+ * contents kept: 0, or -1 with errno ENOMEM (a limit refused the charge:
+ * nothing changed). */
 enum mki_os_how { MKI_OS_NONE = 0, MKI_OS_READ = 1, MKI_OS_RW = 3 };
 int mki_os_access(void *p, size_t size, int how);
-void mki_os_discard(void *p, size_t size, int how);
 
 /* Is @p in [lo, lo + len)?  Lock-free (relaxed: a reader that sees an old
  * length sees a shorter range, and sends a pointer of a new piece to its

@@ -97,9 +97,10 @@ static char *map_rw(void *at, size_t size, int prot)
         flags |= MAP_FIXED_NOREPLACE;
     char *p = mmap(at, size, prot, flags, -1, 0);
     if (p == MAP_FAILED)
-        return NULL;
+        return NULL; /* (errno: EEXIST where something is at @at) */
     if (at && p != at) {
         munmap(p, size);
+        errno = EEXIST; /* (taken as a hint: the place was not free) */
         return NULL;
     }
     return p;
@@ -248,22 +249,26 @@ int mki_os_move(void *from, size_t len, void *to)
 
 mki_os_span mki_os_arena;
 static char *arena_base;
-static size_t arena_max;    /* the most it may grow to */
-static size_t arena_used;   /* pieces handed out: [base, base + used) */
-static size_t arena_mapped; /* of them and after, mapped by the arena */
-static int arena_stuck;     /* the place after it is taken: it grows no more */
+static size_t arena_max;  /* the most it may grow to */
+static size_t arena_used; /* pieces handed out: [base, base + used) */
+static size_t arena_align; /* a piece's size */
+static int arena_stuck;   /* a new piece's place was taken: no more */
 
-/* Where the arena starts: 32 TiB and up, a multiple of @align chosen from
- * the random bytes the kernel gives the program at exec (AT_RANDOM: read,
- * not consumed), in a range of 1 TiB.  The kernel places mappings top-down
- * from below 128 TiB, and programs and their heaps low or near 85 TiB, so
- * the arena grows there undisturbed; AddressSanitizer's shadow ends below
- * 16 TiB.  (A fixed place would make its addresses known in advance.) */
+/* Where the arena starts: 32 TiB and up, a multiple of @align chosen at
+ * random in a range of 1 TiB.  The kernel places mappings top-down from
+ * below 128 TiB, and programs and their heaps low or near 85 TiB, so the
+ * arena grows there undisturbed; AddressSanitizer's shadow ends below
+ * 16 TiB.  The randomness is what address randomisation already gave:
+ * the places of the stack and of this library (the kernel's AT_RANDOM
+ * bytes would be better, but reading them costs a small program a page of
+ * the C library: getauxval; a fixed place would make memkit's addresses
+ * known in advance). */
 static uintptr_t arena_hint(size_t align, unsigned attempt)
 {
     uint64_t r = 0x9e3779b97f4a7c15ull * (attempt + 1);
     r ^= (uintptr_t)__builtin_frame_address(0) * 0xff51afd7ed558ccdull;
     r ^= (uintptr_t)&arena_base >> 12;
+    r ^= r >> 29;
     uintptr_t base = ((uintptr_t)32 << 40) + (uintptr_t)attempt * ((uintptr_t)1 << 40);
     return base + (uintptr_t)(r % (((uintptr_t)1 << 40) / align)) * align;
 }
@@ -273,12 +278,15 @@ int mki_os_arena_init(size_t max, size_t align)
     if (arena_base)
         return 0;
     int saved = errno;
+    /* a place whose first page is free (the pieces are mapped as they come) */
     for (unsigned attempt = 0; attempt < 8; attempt++) {
         uintptr_t at = arena_hint(align, attempt);
-        if (map_rw((void *)at, align, PROT_NONE)) {
-            arena_base = (char *)at;
+        char *p = map_rw((void *)at, os_page(), PROT_NONE);
+        if (p) {
+            munmap(p, os_page());
+            arena_base = p;
             arena_max = max;
-            arena_mapped = align;
+            arena_align = align;
             __atomic_store_n(&mki_os_arena.lo, at, __ATOMIC_RELAXED);
             errno = saved;
             return 0;
@@ -288,10 +296,10 @@ int mki_os_arena_init(size_t max, size_t align)
     return -1;
 }
 
-void *mki_os_arena_take(size_t size, int *full)
+void *mki_os_arena_take(size_t size, size_t map, int *full)
 {
     *full = 0;
-    if (!arena_base || arena_max - arena_used < size) {
+    if (!arena_base || arena_stuck || arena_max - arena_used < size) {
         *full = 1;
         return NULL;
     }
@@ -300,52 +308,87 @@ void *mki_os_arena_take(size_t size, int *full)
         errno = ENOMEM;
         return NULL;
     }
+    int saved = errno;
     char *p = arena_base + arena_used;
-    if (arena_used + size > arena_mapped) {
-        int saved = errno;
-        char *more = arena_base + arena_mapped;
-        size_t len = arena_used + size - arena_mapped;
-        if (arena_stuck || !map_rw(more, len, PROT_NONE)) {
-            arena_stuck = 1; /* (or a limit: the caller tries elsewhere) */
-            errno = saved;
-            *full = 1;
-            return NULL;
-        }
-        arena_mapped += len;
+    if (!map_rw(p, map, PROT_READ | PROT_WRITE)) {
+        if (errno == EEXIST)
+            arena_stuck = *full = 1; /* something else is there */
+        else
+            errno = ENOMEM; /* (a limit: this piece fails, not the arena) */
+        return NULL;
     }
     arena_used += size;
     /* the new piece is in the range once it is mapped */
     __atomic_store_n(&mki_os_arena.len, arena_used, __ATOMIC_RELEASE);
-    atomic_fetch_add_explicit(&reserved_bytes, size, memory_order_relaxed);
+    atomic_fetch_add_explicit(&reserved_bytes, map, memory_order_relaxed);
+    errno = saved;
     return p;
 }
 
-void mki_os_arena_drop(void *p, size_t size, size_t committed)
+/* Fresh zero pages over [p, p+size), with access @how: the old pages,
+ * their place in VmData and their commit charge go, in one call. */
+static void discard(void *p, size_t size, int how)
 {
+    if (mmap(p, size, how, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+             -1, 0) == MAP_FAILED)
+        madvise(p, size, MADV_DONTNEED); /* (too many mappings): the pages */
+}
+
+void mki_os_arena_drop(void *p, size_t size, size_t mapped, size_t keep,
+                       size_t committed)
+{
+    (void)size; /* (past @mapped: not the arena's, may be another mapping) */
     atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
-    mki_os_discard(p, size, MKI_OS_READ);
-    atomic_fetch_sub_explicit(&reserved_bytes, size, memory_order_relaxed);
+    int saved = errno;
+    discard(p, keep, PROT_READ);
+    if (mapped > keep)
+        munmap((char *)p + keep, mapped - keep);
+    errno = saved;
+    atomic_fetch_sub_explicit(&reserved_bytes, mapped, memory_order_relaxed);
     atomic_fetch_sub_explicit(&committed_bytes, committed,
                               memory_order_relaxed);
 }
 
-void mki_os_arena_reuse(void *p, size_t size)
+void mki_os_arena_reuse(void *p, size_t keep)
 {
     (void)p;
-    atomic_fetch_add_explicit(&reserved_bytes, size, memory_order_relaxed);
+    atomic_fetch_add_explicit(&reserved_bytes, keep, memory_order_relaxed);
 }
 
-void mki_os_arena_shrink(size_t used)
+void mki_os_arena_shrink(size_t used, size_t keep)
 {
     if (!arena_base || used >= arena_used)
         return;
     atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    int saved = errno;
     /* out of the range first: a racing free of a stale pointer into it
      * then takes the slow path, which finds no segment there */
     __atomic_store_n(&mki_os_arena.len, used, __ATOMIC_RELEASE);
-    munmap(arena_base + used, arena_mapped - used);
-    arena_used = arena_mapped = used;
+    /* each piece's readable first bytes, and nothing between them (which
+     * may be another mapping's now) */
+    for (size_t at = used; at < arena_used; at += arena_align)
+        munmap(arena_base + at, keep);
+    arena_used = used;
     arena_stuck = 0; /* (the place may be free again) */
+    errno = saved;
+}
+
+int mki_os_map_at(void *p, size_t size)
+{
+    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
+    int saved = errno;
+    if (injected_failure()) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (!map_rw(p, size, PROT_READ | PROT_WRITE)) {
+        if (errno != EEXIST)
+            errno = ENOMEM;
+        return -1;
+    }
+    atomic_fetch_add_explicit(&reserved_bytes, size, memory_order_relaxed);
+    errno = saved;
+    return 0;
 }
 
 int mki_os_access(void *p, size_t size, int how)
@@ -358,18 +401,6 @@ int mki_os_access(void *p, size_t size, int how)
     }
     errno = saved;
     return 0;
-}
-
-void mki_os_discard(void *p, size_t size, int how)
-{
-    atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
-    int saved = errno;
-    /* fresh pages over the old ones, in one call: the old pages, their
-     * place in VmData and their commit charge go */
-    if (mmap(p, size, how, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
-             -1, 0) == MAP_FAILED)
-        madvise(p, size, MADV_DONTNEED); /* (too many mappings): the pages */
-    errno = saved;
 }
 
 int mki_os_guard(void *p, size_t size)
@@ -403,8 +434,11 @@ void mki_os_huge_pages(void *p, size_t size, int on)
 {
 #ifdef MADV_HUGEPAGE
     atomic_fetch_add_explicit(&os_calls, 1, memory_order_relaxed);
-    /* (EINVAL: no THP in this kernel) */
+    /* (EINVAL: no THP in this kernel; ENOMEM: a hole in the range, the
+     * rest advised) */
+    int saved = errno;
     (void)madvise(p, size, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    errno = saved;
 #else
     (void)p;
     (void)size;

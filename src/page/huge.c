@@ -694,7 +694,26 @@ static void keep_or_split(mki_segment *s, size_t total, int move)
 
 /* ---- allocation and release ------------------------------------------------ */
 
+/* A fresh mapping of @total bytes for a chunk aligned to @align: at a
+ * segment boundary, or beyond one for a larger alignment. */
+static mki_segment *reserve(size_t total, size_t align)
+{
+    return align > MKI_SEG_SIZE ? mki_os_reserve_offset(total, align, MKI_SEG_SIZE)
+                                : mki_os_reserve(total, MKI_SEG_SIZE);
+}
+
+static mki_page *huge_alloc(size_t size, size_t align);
+
 mki_page *mki_huge_alloc(size_t size, size_t align)
+{
+    int saved = errno;
+    mki_page *pg = huge_alloc(size, align);
+    if (pg)
+        errno = saved; /* (what failed on the way: the cache's tries) */
+    return pg;
+}
+
+static mki_page *huge_alloc(size_t size, size_t align)
 {
     if (size == 0) /* room for a link word, as every chunk has */
         size = 1;
@@ -761,8 +780,9 @@ mki_page *mki_huge_alloc(size_t size, size_t align)
             return pg; /* reused: not zero, no MKI_PF_FRESH */
         }
     }
-    s = align > MKI_SEG_SIZE ? mki_os_reserve_offset(total, align, MKI_SEG_SIZE)
-                             : mki_os_reserve(total, MKI_SEG_SIZE);
+    s = reserve(total, align);
+    if (!s && mki_purge_reclaim()) /* (a limit: what memkit holds idle goes) */
+        s = reserve(total, align);
     if (!s)
         return NULL;
     size_t committed = header_bytes(unit_of((char *)s + off)) + body;
@@ -809,7 +829,18 @@ void mki_huge_release(mki_page *pg)
 
 /* ---- resizing ------------------------------------------------------------------ */
 
+static mki_page *huge_resize(mki_page *pg, size_t size);
+
 mki_page *mki_huge_resize(mki_page *pg, size_t size)
+{
+    int saved = errno;
+    mki_page *np = huge_resize(pg, size);
+    if (np)
+        errno = saved;
+    return np;
+}
+
+static mki_page *huge_resize(mki_page *pg, size_t size)
 {
     mki_segment *s = mki_segment_of(pg->start);
     size_t off = (size_t)(pg->start - (char *)s);

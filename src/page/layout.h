@@ -189,11 +189,13 @@ struct mki_segment {
     uint32_t low_word;      /* every unit of the `used` words below it is
                                handed out: the unit searches start there
                                (segment.c, units_taken / units_freed) */
-    uint32_t open_units;    /* units from the start that are read-write;
-                               the rest is closed (no access: not in
-                               VmData, the commit charge or mlockall's
-                               locked memory) until a page needs it
-                               (segment.c, open_to) */
+    uint32_t open_units;    /* units from the start that are mapped
+                               read-write; the rest is not mapped (not in
+                               VmSize, VmData, the commit charge or
+                               mlockall's locked memory) until a page
+                               needs it (segment.c, open_to) */
+    uint32_t guarded;       /* MEMKIT_SECURE=2: its last OS page is a guard
+                               page of its own */
     uint64_t empty_since_ns; /* when it last became empty (purge delay) */
     uint64_t freed_ns;      /* when a page of it last went back to it */
     size_t huge_committed;  /* huge: bytes committed */

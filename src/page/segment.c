@@ -71,13 +71,18 @@ mki_page mki_page_gone = {.kind = MKI_PAGE_FREE};
  * after it, segments are mappings of their own, whose frees take the slow
  * path (mki_segment_known).  Option arena_mb (MEMKIT_ARENA_MB) sets the
  * size; below 256 MiB there is none.  A segment given back keeps its
- * place in the arena (its pages dropped, readable as zeros, so that a
- * stale pointer into it finds no page), for the next one.
+ * place in the arena, its header's pages readable zeros (a stale pointer
+ * into it finds no page), for the next one.
  *
- * A segment's memory is opened (read-write) as its pages need it, from its
- * start (open_to): the rest is closed, so that a program's limits (its
- * data, RLIMIT_DATA; the commit charge under strict overcommit; mlockall's
- * locked memory) count what it uses, not 4 MiB a segment. */
+ * A segment is mapped only as far as its pages need it, from its start
+ * (open_units; open_to maps more): the rest of its 4 MiB is not mapped at
+ * all, so that a program's address space and limits (VmSize and
+ * RLIMIT_AS, its data and RLIMIT_DATA, the commit charge under strict
+ * overcommit, mlockall's lock limit) count what it uses, not 4 MiB a
+ * segment.  Nothing but a page's chunks lies past the header, and the
+ * lookups read only the header, so a hole costs nothing; where something
+ * else was mapped into it meanwhile (a mapping made at a fixed place), the
+ * segment's units there are taken for good (open_to). */
 #define ARENA_MAX ((size_t)64 << 30)
 #define ARENA_SLOTS (ARENA_MAX / MKI_SEG_SIZE)
 static uint64_t arena_free_bits[ARENA_SLOTS / 64]; /* slots given back */
@@ -85,6 +90,9 @@ static size_t arena_free_count;
 /* A segment opens in steps of OPEN_STEP units (a system call each: at most
  * 16 for a segment, against its 1,024 page faults) */
 #define OPEN_STEP 256u
+/* The pages a segment given back keeps readable: its header's */
+#define HEADER_MAP \
+    ((MKI_SEG_HEADER_BYTES + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1))
 
 static void arena_init(void)
 {
@@ -102,28 +110,81 @@ static unsigned open_limit(void)
     return mki_secure >= 2 ? MKI_UNITS - MKI_OS_PAGE / MKI_UNIT : MKI_UNITS;
 }
 
-/* Open @s's memory up to unit @end at least (arena_lock held, or @s not
- * yet shared): 0, or -1 with errno ENOMEM when the system refuses (a limit
- * reached). */
-static int open_to(mki_segment *s, unsigned end)
+/* The bytes of @s that are mapped (its guard page aside). */
+static size_t open_bytes(const mki_segment *s)
+{
+    return (size_t)s->open_units * MKI_UNIT;
+}
+
+static void list_remove(mki_segment **head, mki_segment *s);
+static void list_push(mki_segment **head, mki_segment *s);
+static mki_segment **list_of(mki_segment *s);
+static void units_taken(mki_segment *s, unsigned first, unsigned n);
+static unsigned bits_count(const uint64_t *bits, unsigned first, unsigned n);
+
+/* Something else is mapped past @s's open units (a mapping made at a fixed
+ * place, in the hole: segment.c's opening comment): the units there are
+ * taken for good, as the header's are.  arena_lock held; @listed: @s is
+ * on one of the lists. */
+static int stuck; /* open_stuck happened (arena_lock; page_alloc looks) */
+
+static void open_stuck(mki_segment *s, int listed)
+{
+    stuck = 1;
+    unsigned first = s->open_units, n = open_limit() - first;
+    unsigned taken = bits_count(s->used, first, n);
+    if (listed)
+        list_remove(list_of(s), s);
+    units_taken(s, first, n);
+    s->fixed_units += n - taken;
+    s->free_units -= n - taken;
+    if (listed)
+        list_push(list_of(s), s);
+}
+
+/* Map @s's memory up to unit @end at least (arena_lock held, or @s not
+ * yet shared; @listed: it is on a list): 0, or -1 with errno ENOMEM when
+ * the system refuses (a limit reached), or when something else is there
+ * (its units are then taken for good: open_stuck). */
+static int open_to(mki_segment *s, unsigned end, int listed)
 {
     if (end <= s->open_units)
         return 0;
     unsigned to = (end + OPEN_STEP - 1) / OPEN_STEP * OPEN_STEP;
     if (to > open_limit())
         to = open_limit();
-    if (mki_os_access((char *)s + (size_t)s->open_units * MKI_UNIT,
-                      (size_t)(to - s->open_units) * MKI_UNIT, MKI_OS_RW) != 0)
+    char *at = (char *)s + open_bytes(s);
+    if (mki_os_map_at(at, (size_t)to * MKI_UNIT - open_bytes(s)) != 0) {
+        if (errno == EEXIST)
+            open_stuck(s, listed);
+        errno = ENOMEM;
         return -1;
+    }
+    if (atomic_load_explicit(&s->thp, memory_order_relaxed))
+        mki_os_huge_pages(at, (size_t)to * MKI_UNIT - open_bytes(s), 1);
     s->open_units = to;
     return 0;
 }
 
-/* A 4 MiB piece for a new segment, its header's units read-write: a slot
- * given back, else the arena's next one, else a mapping of its own
- * (read-write whole).  arena_lock held. */
+/* Slot @p of the arena goes back to its free slots, mapped as @mapped
+ * first bytes (and a guard page at its end, in MEMKIT_SECURE=2).
+ * arena_lock held. */
+static void slot_free(char *p, size_t mapped, size_t committed)
+{
+    if (((mki_segment *)p)->guarded)
+        mki_os_release(p + MKI_SEG_SIZE - MKI_OS_PAGE, MKI_OS_PAGE, 0);
+    mki_os_arena_drop(p, MKI_SEG_SIZE, mapped, HEADER_MAP, committed);
+    size_t i = ((uintptr_t)p - mki_os_arena.lo) / MKI_SEG_SIZE;
+    arena_free_bits[i / 64] |= 1ull << (i % 64);
+    arena_free_count++;
+}
+
+/* A 4 MiB piece for a new segment, its first OPEN_STEP units mapped
+ * read-write: a slot given back, else the arena's next one, else a mapping
+ * of its own (read-write whole).  arena_lock held. */
 static mki_segment *segment_reserve(void)
 {
+    const size_t step = (size_t)OPEN_STEP * MKI_UNIT;
     char *p = NULL;
     if (arena_free_count) {
         for (size_t w = 0; w < ARENA_SLOTS / 64 && !p; w++)
@@ -132,29 +193,28 @@ static mki_segment *segment_reserve(void)
                 arena_free_bits[w] &= arena_free_bits[w] - 1;
                 arena_free_count--;
                 p = (char *)mki_os_arena.lo + (w * 64 + b) * MKI_SEG_SIZE;
-                mki_os_arena_reuse(p, MKI_SEG_SIZE);
             }
+        if (p) { /* its header's pages readable, the rest unmapped */
+            mki_os_arena_reuse(p, HEADER_MAP);
+            if (mki_os_access(p, HEADER_MAP, MKI_OS_RW) != 0 ||
+                mki_os_map_at(p + HEADER_MAP, step - HEADER_MAP) != 0) {
+                int taken = errno == EEXIST; /* (something else is there) */
+                if (!taken)
+                    slot_free(p, HEADER_MAP, 0); /* (a limit: later) */
+                errno = ENOMEM;
+                return NULL;
+            }
+        }
     }
     int full = 0;
     if (!p) {
-        p = mki_os_arena_take(MKI_SEG_SIZE, &full);
+        p = mki_os_arena_take(MKI_SEG_SIZE, step, &full);
         if (!p && !full)
             return NULL;
     }
-    if (p) { /* closed (or readable): the header's units are opened */
-        unsigned first = (unsigned)((MKI_SEG_HEADER_BYTES + MKI_OS_PAGE - 1) /
-                                    MKI_OS_PAGE * (MKI_OS_PAGE / MKI_UNIT));
+    if (p) {
         mki_segment *s = (mki_segment *)p;
-        unsigned to = first < OPEN_STEP ? OPEN_STEP : first;
-        if (mki_os_access(p, (size_t)to * MKI_UNIT, MKI_OS_RW) != 0) {
-            mki_os_arena_drop(p, MKI_SEG_SIZE, 0);
-            size_t i = ((uintptr_t)p - mki_os_arena.lo) / MKI_SEG_SIZE;
-            arena_free_bits[i / 64] |= 1ull << (i % 64);
-            arena_free_count++;
-            errno = ENOMEM;
-            return NULL;
-        }
-        s->open_units = to;
+        s->open_units = OPEN_STEP;
         return s;
     }
     mki_segment *s = mki_os_reserve(MKI_SEG_SIZE, MKI_SEG_SIZE);
@@ -163,7 +223,7 @@ static mki_segment *segment_reserve(void)
     return s;
 }
 
-/* The arena's slots at its end that were given back are unmapped: the
+/* The arena's slots at its end that were given back leave it: the
  * address space they hold goes back to the OS (after a mapping failed:
  * RLIMIT_AS).  arena_lock held. */
 static void arena_trim(void)
@@ -177,7 +237,7 @@ static void arena_trim(void)
         arena_free_count--;
         used--;
     }
-    mki_os_arena_shrink(used * MKI_SEG_SIZE);
+    mki_os_arena_shrink(used * MKI_SEG_SIZE, HEADER_MAP);
 }
 
 /* ---- transparent huge pages (option thp "all") ---------------------------
@@ -212,19 +272,19 @@ static void thp_off(mki_segment *s)
 }
 
 /* Give segment @s's address space back: to the arena's free slots (its
- * pages dropped, readable zeros, out of VmData and the commit charge), or
- * to the OS.  arena_lock held. */
+ * header's pages readable zeros, the rest unmapped), or to the OS.
+ * arena_lock held. */
 static void segment_unreserve(mki_segment *s, size_t committed)
 {
     if (!mki_os_arena_has((char *)s + 1)) {
-        mki_os_release(s, MKI_SEG_SIZE, committed);
+        /* what is its own: a mapping may have taken a hole it closed */
+        if (s->guarded && s->open_units < MKI_UNITS)
+            mki_os_release((char *)s + MKI_SEG_SIZE - MKI_OS_PAGE, MKI_OS_PAGE, 0);
+        mki_os_release(s, open_bytes(s), committed);
         return;
     }
     thp_off(s); /* (the slot's next segment decides for itself) */
-    mki_os_arena_drop(s, MKI_SEG_SIZE, committed); /* (its guard page too) */
-    size_t i = ((uintptr_t)s - mki_os_arena.lo) / MKI_SEG_SIZE;
-    arena_free_bits[i / 64] |= 1ull << (i % 64);
-    arena_free_count++;
+    slot_free((char *)s, open_bytes(s), committed);
 }
 
 /* ---- unit bitmap ---------------------------------------------------------- */
@@ -605,13 +665,27 @@ static mki_segment *segment_new(void)
     s->max_run_hint = MKI_UNITS;
     units_taken(s, 0, MKI_SEG_HEADER_UNITS);
     bits_set(s->committed, 0, MKI_SEG_HEADER_UNITS, 1);
-    if (mki_secure >= 2 &&
-        mki_os_guard((char *)s + MKI_SEG_SIZE - MKI_OS_PAGE, MKI_OS_PAGE) == 0) {
-        /* a guard page at the end: an overflow off the segment's last
-         * chunk faults instead of running into the next mapping */
-        unsigned g = MKI_OS_PAGE / MKI_UNIT;
-        units_taken(s, MKI_UNITS - g, g);
-        s->fixed_units += g;
+    if (mki_secure >= 2) {
+        /* a guard page at the end, its own: an overflow off the segment's
+         * last chunk faults instead of running into the next mapping (where
+         * the segment is not mapped whole, the page is mapped first, so
+         * that nothing else is mapped there) */
+        char *g = (char *)s + MKI_SEG_SIZE - MKI_OS_PAGE;
+        int whole = s->open_units == MKI_UNITS;
+        if (!whole && mki_os_map_at(g, MKI_OS_PAGE) != 0) {
+            segment_unreserve(s, header);
+            errno = ENOMEM;
+            return NULL;
+        }
+        s->guarded = 1; /* (its own, from here on) */
+        if (mki_os_guard(g, MKI_OS_PAGE) != 0) {
+            segment_unreserve(s, header);
+            errno = ENOMEM;
+            return NULL;
+        }
+        unsigned n = MKI_OS_PAGE / MKI_UNIT;
+        units_taken(s, MKI_UNITS - n, n);
+        s->fixed_units += n;
     }
     s->free_units = MKI_UNITS - s->fixed_units;
     if (registry_put((uintptr_t)s, 1, MKI_SEGMAP_NORMAL) != 0) {
@@ -659,10 +733,11 @@ static unsigned next_bit(const uint64_t *bits, unsigned u, unsigned end, int on)
 }
 
 /* Commit the not-yet-committed units of [first, first+n); 0 or -1. */
-static int commit_units(mki_segment *s, unsigned first, unsigned n, size_t *fresh)
+static int commit_units(mki_segment *s, unsigned first, unsigned n, size_t *fresh,
+                        int listed)
 {
     unsigned end = first + n;
-    if (open_to(s, end) != 0)
+    if (open_to(s, end, listed) != 0)
         return -1;
     for (unsigned u = next_bit(s->committed, first, end, 0); u < end;) {
         unsigned v = next_bit(s->committed, u, end, 1);
@@ -743,8 +818,11 @@ static mki_page *page_alloc(uint32_t units, size_t commit_bytes)
         errno = ENOMEM;
         return NULL;
     }
-    mki_segment *s = NULL;
-    int at = -1;
+    mki_segment *s;
+    int at;
+again:
+    s = NULL;
+    at = -1;
     /* a page committed whole (the small pages of the kinds) goes first
      * where memory is still committed, wherever it is: taking fresh units
      * of one segment while another holds freed committed ones (a
@@ -777,7 +855,14 @@ static mki_page *page_alloc(uint32_t units, size_t commit_bytes)
         at = find_run(s, units);
     }
     size_t fresh = 0;
-    if (commit_units(s, (unsigned)at, ncommit < units ? ncommit : units, &fresh) != 0) {
+    if (commit_units(s, (unsigned)at, ncommit < units ? ncommit : units, &fresh,
+                     !fresh_segment) != 0) {
+        if (stuck) { /* its units there are taken now: look again */
+            stuck = 0;
+            if (fresh_segment)
+                list_push(list_of(s), s);
+            goto again;
+        }
         if (fresh_segment)
             segment_release(s, 1);
         goto fail;
@@ -937,7 +1022,7 @@ int mki_segment_page_wake(mki_page *pg)
     mki_os_lock(&arena_lock);
     unrest(s, pg);
     if (!bits_all(s->committed, pg->unit, pg->units) &&
-        commit_units(s, pg->unit, pg->units, &fresh) != 0) {
+        commit_units(s, pg->unit, pg->units, &fresh, 1) != 0) {
         /* (what it committed stays committed, and counted) */
         bits_set(s->rest, pg->unit, pg->units, 1);
         COUNT(units_resting, pg->units);
@@ -996,7 +1081,7 @@ static int page_grow(mki_page *pg, size_t bytes)
     }
     /* the units past the old body may never have been committed */
     size_t fresh = 0;
-    if (commit_units(s, pg->unit, (unsigned)need, &fresh) != 0) {
+    if (commit_units(s, pg->unit, (unsigned)need, &fresh, 1) != 0) {
         mki_os_unlock(&arena_lock);
         return -1;
     }
@@ -1260,19 +1345,21 @@ static size_t purge(int force, int how, int unmap_empty,
         } else {
             /* the data units (not the header: its first units share an
              * OS page with data only in the first data page, kept),
-             * closed: an empty segment kept for reuse holds no memory in
-             * the process's data or commit charge either (MADV_FREE, the
-             * purge mode free, keeps them open: the kernel takes its
-             * pages lazily) */
-            size_t data = (header + MKI_OS_PAGE - 1) & ~(size_t)(MKI_OS_PAGE - 1);
+             * unmapped: an empty segment kept for reuse holds no memory
+             * in the process's address space, data or commit charge
+             * either (MADV_FREE, the purge mode free, keeps them mapped:
+             * the kernel takes its pages lazily) */
+            size_t data = HEADER_MAP;
             size_t acct = committed_units_bytes(s) - header;
-            size_t open = (size_t)s->open_units * MKI_UNIT;
+            size_t open = open_bytes(s);
             thp_off(s);
-            if (how == MKI_OS_FREE || open <= data) {
-                drop_failed[i] = mki_os_decommit((char *)s + data,
-                                                 MKI_SEG_SIZE - data, acct, how) != 0;
+            if (open <= data) {
+                mki_os_decommit(s, 0, acct, how); /* (the count alone) */
+            } else if (how == MKI_OS_FREE) {
+                drop_failed[i] = mki_os_decommit((char *)s + data, open - data,
+                                                 acct, how) != 0;
             } else {
-                mki_os_discard((char *)s + data, open - data, MKI_OS_NONE);
+                mki_os_release((char *)s + data, open - data, 0);
                 mki_os_decommit(s, 0, acct, how); /* (the count alone) */
                 closed[i] = 1;
             }
@@ -1333,8 +1420,7 @@ static size_t purge(int force, int how, int unmap_empty,
         }
         size_t bytes = committed_units_bytes(s) - header;
         if (closed[i])
-            s->open_units = (unsigned)(((header + MKI_OS_PAGE - 1) &
-                                        ~(size_t)(MKI_OS_PAGE - 1)) / MKI_UNIT);
+            s->open_units = (unsigned)(HEADER_MAP / MKI_UNIT);
         bits_set(s->committed, MKI_SEG_HEADER_UNITS,
                  MKI_UNITS - MKI_SEG_HEADER_UNITS, 0);
         memset(s->aged, 0, sizeof s->aged);
