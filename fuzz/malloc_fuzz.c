@@ -16,7 +16,8 @@
  *
  * Operations: malloc, calloc (and products that overflow), realloc
  * (grow, shrink, NULL, to 0), reallocarray, free, free_sized,
- * posix_memalign, aligned_alloc and memalign (good and bad alignments),
+ * posix_memalign, aligned_alloc (a bad alignment refused, or rounded up,
+ * as the running C library does) and memalign (good and bad alignments),
  * valloc, pvalloc, malloc_usable_size, malloc_trim; mk_ctx_switch to a
  * GENERAL context (malloc then allocates there: leak capture, then the
  * context is deleted with whatever it holds, or its chunks freed one by
@@ -41,6 +42,9 @@
 #include <memkit.h>
 #include <pthread.h>
 #include <stdint.h>
+#ifdef __GLIBC__
+#include <gnu/libc-version.h>
+#endif
 
 /* the drop-in, renamed (fuzz/CMakeLists.txt) */
 void *mkf_malloc(size_t n);
@@ -152,6 +156,25 @@ static void forget(slot *s)
 
 /* ---- operations ------------------------------------------------------------------ */
 
+/* Does aligned_alloc refuse an alignment that is not a power of two?  The
+ * drop-in does as the C library it runs on: glibc from 2.38 on (and musl)
+ * refuse it with EINVAL, older glibc rounds it up, as memalign does. */
+static int aligned_alloc_strict(void)
+{
+#ifdef __GLIBC__
+    unsigned major = 0, minor = 0;
+    const char *v = gnu_get_libc_version();
+    for (; *v >= '0' && *v <= '9'; v++)
+        major = major * 10 + (unsigned)(*v - '0');
+    if (*v == '.')
+        for (v++; *v >= '0' && *v <= '9'; v++)
+            minor = minor * 10 + (unsigned)(*v - '0');
+    return major > 2 || (major == 2 && minor >= 38);
+#else
+    return 1;
+#endif
+}
+
 static void op_malloc(int how)
 {
     slot *s = pick_slot(0);
@@ -196,12 +219,15 @@ static void op_malloc(int how)
         p = out;
         break;
     }
-    case 3: { /* aligned_alloc */
+    case 3: { /* aligned_alloc: as the running C library does */
         align = fz_u8(&rd) == 0 ? 48 : fz_align(&rd, 21);
         p = mkf_aligned_alloc(align, n);
         if (align & (align - 1)) {
-            FZ_CHECK(!p && errno == EINVAL, "aligned_alloc(%zu)", align);
-            return;
+            if (aligned_alloc_strict()) {
+                FZ_CHECK(!p && errno == EINVAL, "aligned_alloc(%zu)", align);
+                return;
+            }
+            align = 64; /* (48, rounded up as memalign does) */
         }
         break;
     }
