@@ -60,7 +60,7 @@ fz_call_rec fz_calls[FZ_CALLS];
 uint64_t fz_ncalls, fz_inputs;
 fz_note fz_op_note;
 long fz_op_noted = -1;
-uint64_t fz_op_input;
+uint64_t fz_op_input, fz_op_notes;
 
 /* ---- formatting into fixed buffers -------------------------------------- */
 
@@ -337,6 +337,7 @@ void fz_begin(const uint8_t *data, size_t size)
 
 static struct {
     uint64_t input; /* 0 while being saved */
+    uint64_t note;  /* fz_op_notes then */
     long op;
     const void *p, *ctx;
     size_t size, usable, nhead;
@@ -370,6 +371,7 @@ void fz_old_chunk(const void *p, size_t size)
     old.nhead = n < sizeof old.head ? n : sizeof old.head;
     memcpy(old.head, p, old.nhead);
     old.op = fz_op;
+    old.note = fz_op_notes;
     old.input = fz_inputs;
 }
 
@@ -429,7 +431,7 @@ static void report_context(void)
          now.thp, now.thp_system, now.delay,
          delay_from_env ? "MEMKIT_PURGE_DELAY_MS" : "picked by the input",
          now.purge_thread, now.purge, now.secure);
-    if (old.input == fz_inputs && old.op == fz_op) {
+    if (old.input == fz_inputs && old.op == fz_op && old.note == fz_op_notes) {
         line("fuzz: the chunk being reallocated, before the call: %p, %zu "
              "bytes in the model, usable %zu (size range: %s), %p into its "
              "4 MiB segment, mk_owns %d, context %p \"%s\" (%s)", old.p,

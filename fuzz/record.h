@@ -64,7 +64,9 @@ extern fz_call_rec fz_calls[FZ_CALLS];
 extern uint64_t fz_ncalls, fz_inputs;
 extern fz_note fz_op_note;
 extern long fz_op_noted;      /* the operation fz_op_note is about, */
-extern uint64_t fz_op_input;  /* of this input */
+extern uint64_t fz_op_input;  /* of this input; */
+extern uint64_t fz_op_notes;  /* FZ_OPs so far (an operation's steps on the
+                                 second thread note themselves too) */
 
 #define FZ_U(x) ((uint64_t)(uintptr_t)(x))
 
@@ -93,14 +95,14 @@ FZ_NOCOV static inline void fz_ret(uint64_t v)
 #define FZ_OP(...) FZ_OP_(__VA_ARGS__, 0, 0, 0, 0, 0)
 #define FZ_OP_(f, a, b, c, d, ...)                                          \
     (fz_op_note = (fz_note){f, {FZ_U(a), FZ_U(b), FZ_U(c), FZ_U(d)}},       \
-     fz_op_noted = fz_op, fz_op_input = fz_inputs)
+     fz_op_noted = fz_op, fz_op_input = fz_inputs, fz_op_notes++)
 
 /* The start of each input: into the ring; the modes picked and applied. */
 void fz_begin(const uint8_t *data, size_t size);
 
 /* Before a realloc of chunk @p (@size bytes in the model): what the public
  * API says of it (mk_usable_size, mk_ctx_of, mk_ctx_kind, mk_ctx_name,
- * mk_owns) and its first bytes, kept for a report during this operation. */
+ * mk_owns) and its first bytes, kept for a report until the next FZ_OP. */
 void fz_old_chunk(const void *p, size_t size);
 
 /* A broken rule: report (fmt: as printf, the conversions of fz_note),
