@@ -12,7 +12,7 @@
  * Each input picks both from its hash: page moves on or off (through
  * mki_os_moves_costly_set: the targets link memkit's internals), and a
  * delay of 0 (purge at once), -1 (never; mk_trim alone) or an hour (the
- * delayed paths: nothing falls due within a run, and a dead thread's heap
+ * delayed paths: nothing falls due within the hour, and a dead thread's heap
  * is kept for the threads that come).  A replay of the same inputs then
  * takes the same paths; FUZZ_MOVES and MEMKIT_PURGE_DELAY_MS override the
  * choice (fuzz/README.md).  The purge thread stays off (memkit's default)
