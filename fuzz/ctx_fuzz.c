@@ -43,6 +43,8 @@
 #include <memkit.h>
 #include <pthread.h>
 
+#include "calls.h" /* (after memkit.h: every call into memkit is noted) */
+
 /* FZ_INSTRUMENTED: memkit is built with AddressSanitizer (ctx_fuzz_asan),
  * so its contexts take the instrumented paths: usable sizes are the sizes
  * requested, statistics count requested bytes, BUMP chunks are counted. */
@@ -356,6 +358,8 @@ static void op_new_ctx(void)
     } else if (kind != MK_GENERAL && (t & 16)) {
         o.block_size = (size_t)fz_u16(&rd) * 64;
     }
+    FZ_OP("new context %d: kind %d, parent %d, flags %u", i, kind, parent,
+          o.flags);
     errno = 0;
     mk_ctx *c = mk_ctx_new(parent >= 0 ? ctxs[parent].c : NULL, "fz", kind, &o);
     if (kind == MK_SLAB) {
@@ -374,9 +378,12 @@ static void op_new_ctx(void)
         if (f.slab_align < 8)
             f.slab_align = 8;
     }
-    if (o.block_size && (o.block_size < 1024 || o.block_size > (1 << 20))) {
-        /* (memkit.h does not give the range: 1 KiB .. 1 MiB, from
-         * generation.c and bump.c) */
+    size_t block_max = kind == MK_GENERATION ? (size_t)960 << 10
+                                             : (size_t)1 << 20;
+    if (o.block_size && (o.block_size < 1024 || o.block_size > block_max)) {
+        /* (memkit.h does not give the range: 1 KiB to the largest large
+         * chunk, 960 KiB, for GENERATION, 1 MiB for BUMP: generation.c and
+         * bump.c) */
         FZ_CHECK(!c && errno == EINVAL, "block size %zu accepted",
                  o.block_size);
         return;
@@ -400,6 +407,8 @@ static void op_alloc(int how)
         size = f->slab_size ? size % (f->slab_size + 1) : 0;
     if (live_bytes + size > LIVE_CAP)
         return;
+    FZ_OP("alloc (way %d) of %zu bytes in context %d (kind %d)", how, size,
+          ci, f->kind);
     char *p;
     int zeroed = 0;
     errno = 0;
@@ -457,6 +466,7 @@ static void op_huge_request(void)
     if (ci < 0)
         return;
     size_t n = ((size_t)1 << 47) + fz_u16(&rd);
+    FZ_OP("a request of %zu bytes in context %d", n, ci);
     errno = 0;
     void *p = fz_u8(&rd) & 1 ? mk_alloc(ctxs[ci].c, n)
                              : mk_alloc_aligned(ctxs[ci].c, n, 64);
@@ -475,6 +485,7 @@ static void op_strdup(void)
     for (size_t i = 0; i < n; i++)
         buf[i] = (char)('a' + fz_u8(&rd) % 26);
     buf[n] = '\0';
+    FZ_OP("strdup of %zu bytes in context %d", n, ci);
     char *d = mk_strdup(ctxs[ci].c, buf);
     FZ_CHECK(d && strcmp(d, buf) == 0, "mk_strdup");
     adopt(s, d, n + 1, ci, -1, 0, 0);
@@ -485,6 +496,8 @@ static void op_free(void)
     slot *s = pick_slot(1);
     if (!s)
         return;
+    FZ_OP("free %p: %zu bytes, context %d, pool %d", s->p, s->size, s->ctx,
+          s->pool);
     verify(s, "before free");
     if (s->pool >= 0) {
         unsigned how = fz_u8(&rd) % 3;
@@ -515,6 +528,9 @@ static void op_realloc(void)
         n = fz_u8(&rd);
     if (live_bytes + n > LIVE_CAP + s->size)
         return;
+    FZ_OP("realloc %p: %zu bytes in context %d, to %zu", s->p, s->size,
+          s->ctx, n);
+    fz_old_chunk(s->p, s->size);
     errno = 0;
     char *q = mk_realloc(s->p, n);
     if (f->kind == MK_BUMP || (f->kind == MK_SLAB && n > f->slab_size)) {
@@ -541,6 +557,7 @@ static void op_reset_or_delete(void)
     if (ci < 0 || ctxs[ci].heap)
         return;
     int del = fz_u8(&rd) & 1;
+    FZ_OP("%s context %d", del ? "delete" : "reset", ci);
     long before = callbacks_run, expect = drop_subtree(ci);
     if (del) {
         mk_ctx_delete(ctxs[ci].c);
@@ -561,6 +578,7 @@ static void op_callback(void)
     int ci = pick_ctx();
     if (ci < 0 || ctxs[ci].heap)
         return;
+    FZ_OP("a reset callback on context %d", ci);
     FZ_CHECK(mk_ctx_on_reset(ctxs[ci].c, on_reset, NULL) == 0,
              "mk_ctx_on_reset failed");
     ctxs[ci].callbacks++;
@@ -577,6 +595,7 @@ static void op_switch(void)
     size_t n = fz_u8(&rd) * (size_t)(1 + fz_u8(&rd) % 8);
     if (ctxs[ci].kind == MK_SLAB)
         n = n % (ctxs[ci].slab_size + 1);
+    FZ_OP("switch to context %d, realloc(NULL, %zu) there", ci, n);
     mk_ctx *prev = mk_ctx_switch(ctxs[ci].c);
     FZ_CHECK(mk_ctx_current() == ctxs[ci].c, "mk_ctx_switch");
     char *p = mk_realloc(NULL, n);
@@ -595,6 +614,8 @@ static void op_pool(void)
         size_t size = 1 + fz_u8(&rd) % 200;
         size_t align = (t & 8) ? fz_align(&rd, 7) : 0;
         int ts = (t >> 4) & 1;
+        FZ_OP("new pool %d: %zu bytes, align %zu, thread-safe %d", pi, size,
+              align, ts);
         mk_pool *p = mk_pool_new("fz-pool", size, align,
                                  ts ? MK_POOL_THREADSAFE : 0);
         FZ_CHECK(p != NULL, "mk_pool_new(%zu, %zu)", size, align);
@@ -604,6 +625,7 @@ static void op_pool(void)
         return;
     }
     if ((t & 0xe0) == 0xe0) { /* delete it, objects and all */
+        FZ_OP("delete pool %d", pi);
         for (int i = 0; i < NSLOT; i++)
             if (slots[i].p && slots[i].pool == pi) {
                 verify(&slots[i], "before the pool's delete");
@@ -616,6 +638,8 @@ static void op_pool(void)
         return;
     }
     int k = 1 + fz_u8(&rd) % 16;
+    FZ_OP("%d objects from pool %d (%s)", k, pi,
+          (t & 0x20) ? "mk_pool_get" : "mk_pool_alloc");
     for (int j = 0; j < k; j++) {
         slot *s = pick_slot(0);
         if (!s)
@@ -637,6 +661,7 @@ static int job_arg, job_done, worker_started;
 static void *worker(void *arg)
 {
     (void)arg;
+    fz_worker = 1;
     pthread_mutex_lock(&job_lock);
     for (;;) {
         while (!job)
@@ -686,7 +711,8 @@ static void worker_ops(int ci)
                 n = ctxs[ci].slab_size ? n % (ctxs[ci].slab_size + 1) : 0;
             if (live_bytes + n > LIVE_CAP)
                 continue;
-                    char *p = mk_alloc(ctxs[ci].c, n);
+            FZ_OP("hand-over of context %d: alloc of %zu bytes there", ci, n);
+            char *p = mk_alloc(ctxs[ci].c, n);
             FZ_CHECK(p != NULL, "worker: alloc of %zu", n);
             adopt(s, p, n, ci, -1, 0, 0);
         } else if (t == 2) { /* realloc a chunk of its own context */
@@ -695,7 +721,10 @@ static void worker_ops(int ci)
                     ctxs[ci].kind != MK_BUMP && ctxs[ci].kind != MK_SLAB) {
                     verify(&slots[i], "worker: before realloc");
                     size_t n = fz_size(&rd);
-                                    char *q = mk_realloc(slots[i].p, n);
+                    FZ_OP("hand-over of context %d: realloc %p (%zu bytes) "
+                          "to %zu", ci, slots[i].p, slots[i].size, n);
+                    fz_old_chunk(slots[i].p, slots[i].size);
+                    char *q = mk_realloc(slots[i].p, n);
                     FZ_CHECK(q != NULL, "worker: realloc to %zu", n);
                     size_t kept = slots[i].size < n ? slots[i].size : n;
                     FZ_CHECK(fz_bad(q, kept, slots[i].size, slots[i].id) ==
@@ -705,11 +734,14 @@ static void worker_ops(int ci)
                     break;
                 }
         } else if (t == 3) {
+            FZ_OP("hand-over of context %d: its statistics", ci);
             check_stats(ci, 0);
         } else { /* free any chunk: its own context's, or another's */
             slot *s = pick_slot(1);
             if (!s)
                 continue;
+            FZ_OP("hand-over of context %d: free %p (%zu bytes, context %d)",
+                  ci, s->p, s->size, s->ctx);
             verify(s, "worker: before free");
             if (s->pool >= 0 || ctxs[s->ctx].kind != MK_BUMP) {
                 mk_free(s->p);
@@ -726,7 +758,9 @@ static void op_handover(void)
     int ci = pick_ctx();
     if (ci < 0 || ctxs[ci].heap)
         return;
+    FZ_OP("hand-over of context %d to the second thread", ci);
     on_worker(worker_ops, ci);
+    FZ_OP("context %d taken back from the second thread", ci);
     mk_ctx_set_owner(ctxs[ci].c);
     check_stats(ci, 1);
 }
@@ -734,6 +768,7 @@ static void op_handover(void)
 static void op_trim(void)
 {
     int ci = pick_ctx();
+    FZ_OP("trim (context %d)", ci);
     if (fz_u8(&rd) & 1)
         mk_trim();
     else if (ci >= 0)
@@ -746,6 +781,7 @@ static void op_trim(void)
 static void op_check(void)
 {
     int ci = pick_ctx();
+    FZ_OP("check context %d and a chunk", ci);
     if (ci >= 0)
         check_stats(ci, 1);
     slot *s = pick_slot(1);
@@ -794,6 +830,8 @@ static void op_bulk(void)
     unsigned n = 1 + fz_u16(&rd) % NBULK;
     if ((size_t)n * (size + 16) > ((size_t)48 << 20))
         return;
+    FZ_OP("bulk: %u chunks of %zu bytes, context %d, pool %d", n, size, ci,
+          pi);
     for (unsigned i = 0; i < n; i++) {
         bulk[i] = pi >= 0 ? mk_pool_alloc(pools[pi].p) : mk_alloc(ctxs[ci].c, size);
         FZ_CHECK(bulk[i] != NULL, "bulk allocation %u of %zu bytes", i, size);
@@ -856,6 +894,7 @@ static void op_bulk(void)
 
 static void cleanup(void)
 {
+    FZ_OP("the end of the input: everything freed, deleted");
     for (int i = 0; i < NSLOT; i++)
         if (slots[i].p) {
             verify(&slots[i], "at the end");
@@ -883,6 +922,7 @@ static void cleanup(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    fz_begin(data, size);
     rd = (fz_reader){data, size, 0};
     /* context 0: the thread's heap */
     ctxs[0] = (fctx){.c = mk_ctx_current(), .parent = -1, .kind = MK_GENERAL,

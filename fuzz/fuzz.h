@@ -18,26 +18,25 @@
  * megabytes on every operation would make each run slow, and the fuzzer's
  * speed is its coverage).
  *
- * FZ_CHECK prints the rule that broke and the operation number, then
- * aborts: a crash to libFuzzer, with the input saved as crash-<sha1>.
+ * FZ_CHECK prints the rule that broke and the operation number, with what
+ * the flight recorder holds (fuzz/record.h: the operation, the last calls
+ * into memkit, the modes; the ring of inputs written out), then aborts: a
+ * crash to libFuzzer, with the input saved as crash-<sha1>.
  */
 #ifndef MK_FUZZ_H
 #define MK_FUZZ_H
 
 #include <errno.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The harness's own loops over chunk bytes are not memkit's code: left
- * out of libFuzzer's coverage instrumentation (which would make them the
- * bulk of every run's time, and add no useful feedback). */
-#if defined(__clang__)
-#define FZ_NOCOV __attribute__((no_sanitize("coverage")))
-#else
-#define FZ_NOCOV
-#endif
+#include "record.h"
+
+/* (FZ_NOCOV, record.h: the harness's own loops over chunk bytes are not
+ * memkit's code, and are left out of libFuzzer's coverage instrumentation,
+ * which would make them the bulk of every run's time and add no useful
+ * feedback) */
 
 typedef struct fz_reader {
     const uint8_t *d;
@@ -57,17 +56,12 @@ static inline unsigned fz_u16(fz_reader *r)
 
 static inline int fz_more(const fz_reader *r) { return r->i < r->n; }
 
-static long fz_op; /* the operation being run (in reports) */
+/* (fz_op, record.h: the operation being run, in reports) */
 
 #define FZ_CHECK(cond, ...)                                                 \
     do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "fuzz: operation %ld: %s:%d: CHECK(%s) "        \
-                    "failed: ", fz_op, __FILE__, __LINE__, #cond);          \
-            fprintf(stderr, __VA_ARGS__);                                   \
-            fputc('\n', stderr);                                            \
-            abort();                                                        \
-        }                                                                   \
+        if (!(cond))                                                        \
+            fz_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                \
     } while (0)
 
 /* A size drawn from the input: mostly small, some up to 32 KiB (the

@@ -16,7 +16,8 @@
  *
  * Operations: malloc, calloc (and products that overflow), realloc
  * (grow, shrink, NULL, to 0), reallocarray, free, free_sized,
- * posix_memalign, aligned_alloc and memalign (good and bad alignments),
+ * posix_memalign, aligned_alloc (a bad alignment refused, or rounded up,
+ * as the running C library does) and memalign (good and bad alignments),
  * valloc, pvalloc, malloc_usable_size, malloc_trim; mk_ctx_switch to a
  * GENERAL context (malloc then allocates there: leak capture, then the
  * context is deleted with whatever it holds, or its chunks freed one by
@@ -41,21 +42,14 @@
 #include <memkit.h>
 #include <pthread.h>
 #include <stdint.h>
+#ifdef __GLIBC__
+#include <gnu/libc-version.h>
+#endif
 
-/* the drop-in, renamed (fuzz/CMakeLists.txt) */
-void *mkf_malloc(size_t n);
-void mkf_free(void *p);
-void mkf_free_sized(void *p, size_t n);
-void *mkf_calloc(size_t n, size_t size);
-void *mkf_realloc(void *p, size_t n);
-void *mkf_reallocarray(void *p, size_t n, size_t size);
-int mkf_posix_memalign(void **out, size_t align, size_t n);
-void *mkf_aligned_alloc(size_t align, size_t n);
-void *mkf_memalign(size_t align, size_t n);
-void *mkf_valloc(size_t n);
-void *mkf_pvalloc(size_t n);
-size_t mkf_malloc_usable_size(void *p);
-int mkf_malloc_trim(size_t pad);
+/* the drop-in, renamed (fuzz/CMakeLists.txt), declared by calls.h; every
+ * call into memkit is noted (after memkit.h) */
+#define FZ_DROPIN 1
+#include "calls.h"
 
 enum { NSLOT = 384, MAXOPS = 3000, NCAP = 4 };
 #define LIVE_CAP ((size_t)96 << 20)
@@ -152,6 +146,25 @@ static void forget(slot *s)
 
 /* ---- operations ------------------------------------------------------------------ */
 
+/* Does aligned_alloc refuse an alignment that is not a power of two?  The
+ * drop-in does as the C library it runs on: glibc from 2.38 on (and musl)
+ * refuse it with EINVAL, older glibc rounds it up, as memalign does. */
+static int aligned_alloc_strict(void)
+{
+#ifdef __GLIBC__
+    unsigned major = 0, minor = 0;
+    const char *v = gnu_get_libc_version();
+    for (; *v >= '0' && *v <= '9'; v++)
+        major = major * 10 + (unsigned)(*v - '0');
+    if (*v == '.')
+        for (v++; *v >= '0' && *v <= '9'; v++)
+            minor = minor * 10 + (unsigned)(*v - '0');
+    return major > 2 || (major == 2 && minor >= 38);
+#else
+    return 1;
+#endif
+}
+
 static void op_malloc(int how)
 {
     slot *s = pick_slot(0);
@@ -161,6 +174,7 @@ static void op_malloc(int how)
     if (live_bytes + n > LIVE_CAP)
         return;
     mk_ctx *ctx = malloc_ctx();
+    FZ_OP("allocation (way %d) of %zu bytes, into context %p", how, n, ctx);
     char *p = NULL;
     int zeroed = 0;
     errno = 0;
@@ -196,12 +210,15 @@ static void op_malloc(int how)
         p = out;
         break;
     }
-    case 3: { /* aligned_alloc */
+    case 3: { /* aligned_alloc: as the running C library does */
         align = fz_u8(&rd) == 0 ? 48 : fz_align(&rd, 21);
         p = mkf_aligned_alloc(align, n);
         if (align & (align - 1)) {
-            FZ_CHECK(!p && errno == EINVAL, "aligned_alloc(%zu)", align);
-            return;
+            if (aligned_alloc_strict()) {
+                FZ_CHECK(!p && errno == EINVAL, "aligned_alloc(%zu)", align);
+                return;
+            }
+            align = 64; /* (48, rounded up as memalign does) */
         }
         break;
     }
@@ -244,6 +261,7 @@ static void op_free(void)
     slot *s = pick_slot(1);
     if (!s)
         return;
+    FZ_OP("free %p: %zu bytes, context %p", s->p, s->size, s->ctx);
     verify(s, "before free");
     if (fz_u8(&rd) & 1)
         mkf_free_sized(s->p, s->size);
@@ -266,13 +284,17 @@ static void op_realloc(void)
     if (live_bytes + n > LIVE_CAP + (s->p ? s->size : 0))
         return;
     if (!s->p) { /* realloc(NULL, n) is malloc */
+        FZ_OP("realloc(NULL, %zu)", n);
         mk_ctx *ctx = malloc_ctx();
         char *p = mkf_realloc(NULL, n);
         FZ_CHECK(p != NULL, "realloc(NULL, %zu)", n);
         adopt(s, p, n, 0, ctx, 0);
         return;
     }
+    FZ_OP("realloc %p: %zu bytes in context %p, to %zu", s->p, s->size,
+          s->ctx, n);
     verify(s, "before realloc");
+    fz_old_chunk(s->p, s->size);
     unsigned how = fz_u8(&rd) % 8;
     if (how == 0 || n == 0) { /* to 0: frees, NULL */
         errno = 0;
@@ -334,6 +356,7 @@ static void op_switch(void)
 {
     unsigned t = fz_u8(&rd);
     int i = (int)(t % NCAP);
+    FZ_OP("switch to context %d (byte %u)", i, t);
     if ((t & 0x30) == 0x30) { /* another kind: malloc stays on the heap */
         if (!other) {
             mk_ctx_opts o = {.chunk_size = 64};
@@ -363,6 +386,7 @@ static void op_switch(void)
 static void op_stats(void)
 {
     mk_ctx *h = on_worker_now ? heap_worker : heap_main;
+    FZ_OP("statistics of heap %p", h);
     size_t chunks = 0;
     for (int i = 0; i < NSLOT; i++)
         chunks += slots[i].p && slots[i].ctx == h;
@@ -438,6 +462,7 @@ static pthread_t worker_thread;
 static void *worker(void *arg)
 {
     (void)arg;
+    fz_worker = 1;
     pthread_mutex_lock(&job_lock);
     for (;;) {
         while (!job_pending)
@@ -459,6 +484,8 @@ static void *worker(void *arg)
 static void op_worker(void)
 {
     int end = fz_u8(&rd) % 8 == 0;
+    FZ_OP("operations on the second thread%s",
+          end ? ", which then ends" : "");
     pthread_mutex_lock(&job_lock);
     if (!worker_started) {
         FZ_CHECK(pthread_create(&worker_thread, NULL, worker, NULL) == 0,
@@ -483,6 +510,7 @@ static void op_worker(void)
 
 static void cleanup(void)
 {
+    FZ_OP("the end of the input: everything freed, deleted");
     for (int i = 0; i < NSLOT; i++)
         if (slots[i].p) {
             verify(&slots[i], "at the end");
@@ -509,6 +537,7 @@ static void cleanup(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    fz_begin(data, size);
     rd = (fz_reader){data, size, 0};
     heap_main = mk_ctx_current();
     FZ_CHECK(heap_main && mk_ctx_kind(heap_main) == MK_GENERAL, "no heap");
