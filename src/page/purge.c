@@ -368,6 +368,8 @@ static void want_if_large(void)
  * 88.5 MiB, glibc 95.2). */
 #define PEAK_MARGIN_MIN ((size_t)1 << 20)
 static _Atomic size_t use_peak;  /* the most in use */
+static void shed_too_soon(size_t use);
+static _Atomic unsigned long long shed_ns; /* the free rule's (below) */
 static _Atomic size_t held_high; /* the most held (in use + slack) */
 static _Atomic size_t shed_stuck; /* free units the last shed could not take */
 _Atomic size_t mki_purge_sheds;
@@ -380,6 +382,8 @@ void mki_purge_used(int fresh)
     mki_segment_use(&seg_live, &seg_slack);
     mki_huge_use(&huge_live, &huge_cached);
     size_t use = seg_live + huge_live, peak = mki_atomic_max(&use_peak, use);
+    if (fresh && atomic_load_explicit(&shed_ns, memory_order_relaxed))
+        shed_too_soon(use);
     size_t slack = seg_slack + huge_cached, held = use + slack;
     if (!fresh || held <= atomic_load_explicit(&held_high, memory_order_relaxed) ||
         !policy_active())
@@ -454,15 +458,57 @@ static int run_due_pass(void)
  * between two sorts, a server between two bursts) would keep its free
  * memory for good.  So a free that leaves more free memory held (slack:
  * the segments' free units still committed, the cached huge mappings)
- * than SLACK_FLOOR or a SLACK_SHARE of what is in use gives the excess back
+ * than a margin, or a SLACK_SHARE of what is in use, gives the excess back
  * at once, whatever its age: the program comes down to what it uses and
- * that margin, in the call that dropped its peak.  Below the bound, free
- * memory waits the delay, as before, for the program to use it again, and
- * goes back in the passes its later calls run.  (With the thread, the
- * passes run on time anyway, and the rule stands aside.) */
-#define SLACK_FLOOR ((size_t)8 << 20)
+ * that margin, in the call that dropped its peak.  Below it, free memory
+ * waits the delay, as before, for the program to use it again, and goes
+ * back in the passes its later calls run.  (With the thread, the passes
+ * run on time anyway, and the rule stands aside.)
+ *
+ * The margin is learned, as glibc's mmap threshold is: it starts at
+ * SLACK_FLOOR, and a shed that the program undoes within a purge delay (it
+ * takes fresh memory from the OS again: the loop of large blocks of W8,
+ * whose every free dropped most of what it held) was too soon, and doubles
+ * it, up to the most ever in use; a shed a second or more after the last
+ * one found too soon halves it again, down to the floor.  A program that
+ * frees its peak once and sleeps is down to the floor; one that frees and
+ * takes back in a loop keeps what the loop needs, and pays no fault.  What
+ * a quiet program keeps is the margin at its last free (docs/OPTIONS.md). */
+#ifndef SLACK_FLOOR_MB /* (a build may try others: -DSLACK_FLOOR_MB=...) */
+#define SLACK_FLOOR_MB 2
+#endif
+#ifndef SLACK_SHARE
 #define SLACK_SHARE 4 /* a quarter of what is in use */
+#endif
+#define SLACK_FLOOR ((size_t)SLACK_FLOOR_MB << 20)
+#define CALM_NS 1000000000ull /* a second with no shed found too soon */
+static _Atomic size_t margin = SLACK_FLOOR;
+static _Atomic unsigned long long too_soon_ns; /* a shed last found so */
 _Atomic size_t mki_purge_drops; /* (how many times the rule gave back) */
+
+size_t mki_purge_margin(void)
+{
+    return atomic_load_explicit(&margin, memory_order_relaxed);
+}
+
+/* Fresh memory is taken while the free rule's last shed is recent (@use:
+ * in use now): within a delay of it, the shed was too soon. */
+static void shed_too_soon(size_t use)
+{
+    unsigned long long at = atomic_exchange_explicit(&shed_ns, 0, memory_order_relaxed);
+    if (!at)
+        return; /* (another thread judged it) */
+    unsigned long long now = mki_os_now_ns();
+    if (now - at >= delay_ns())
+        return;
+    size_t m = atomic_load_explicit(&margin, memory_order_relaxed);
+    size_t top = atomic_load_explicit(&use_peak, memory_order_relaxed);
+    if (top < use)
+        top = use;
+    m = 2 * m < top ? 2 * m : (top > m ? top : m);
+    atomic_store_explicit(&margin, m, memory_order_relaxed);
+    atomic_store_explicit(&too_soon_ns, now, memory_order_relaxed);
+}
 
 static void free_rule(void)
 {
@@ -470,7 +516,8 @@ static void free_rule(void)
     mki_segment_use(&seg_live, &seg_slack);
     mki_huge_use(&huge_live, &huge_cached);
     size_t use = seg_live + huge_live, slack = seg_slack + huge_cached;
-    size_t bound = use / SLACK_SHARE > SLACK_FLOOR ? use / SLACK_SHARE : SLACK_FLOOR;
+    size_t m = atomic_load_explicit(&margin, memory_order_relaxed);
+    size_t bound = use / SLACK_SHARE > m ? use / SLACK_SHARE : m;
     if (slack <= bound + SHED_MIN_RULE)
         return;
     if (mki_os_trylock(&pass_lock) != 0)
@@ -485,6 +532,12 @@ static void free_rule(void)
     if (b < over && seg_slack)
         b += mki_segment_shed(over - b, os_how(mki_option(MKI_OPT_PURGE), 0));
     atomic_fetch_add_explicit(&purged_bytes, b, memory_order_relaxed);
+    unsigned long long now = mki_os_now_ns();
+    if (m > SLACK_FLOOR &&
+        now - atomic_load_explicit(&too_soon_ns, memory_order_relaxed) >= CALM_NS)
+        atomic_store_explicit(&margin, m / 2 > SLACK_FLOOR ? m / 2 : SLACK_FLOOR,
+                              memory_order_relaxed);
+    atomic_store_explicit(&shed_ns, now, memory_order_relaxed);
     mki_os_unlock(&pass_lock);
     errno = saved;
 }

@@ -49,8 +49,11 @@ void mki_purge_figures(size_t *bytes, size_t *passes);
  * segments, free pages, the arena's free end).  Returns 1 if there was
  * anything (the caller tries again), 0 if not.  No lock held; errno kept. */
 int mki_purge_reclaim(void);
-/* How many times the free rule gave memory back (for the tests). */
+/* How many times the free rule gave memory back, and its margin now (the
+ * free memory a program keeps with no thread of memkit's: purge.c); for
+ * the tests. */
 extern _Atomic size_t mki_purge_drops;
+size_t mki_purge_margin(void);
 
 #pragma GCC visibility pop
 

@@ -12,7 +12,9 @@
  *  - resident memory is at most 1 MiB above its level after the first 100
  *    threads (glibc: +0.4-0.8 MiB), and on memkit at most its free rule's
  *    margin more (free memory it keeps for reuse in a program that makes
- *    no further call, with no thread of its own: 8 MiB, page/purge.c);
+ *    no further call, with no thread of its own: page/purge.c's free
+ *    rule, 2 MiB to start with, learned up to 6 - 7 MiB here, where each
+ *    thread takes memory back right after a free gave some);
  *  - on memkit, the pages its contexts hold (mallinfo2: uordblks, nothing
  *    being live) are at most 1 MiB: the heaps of the exited threads were
  *    taken in and deleted at the last free into each, without another
@@ -29,7 +31,7 @@
 
 enum { ALIVE = 4, BLOCKS = 200, FIRST = 100 };
 #define MiB (1024.0 * 1024.0)
-#define FREE_MARGIN 8.0 /* MiB: memkit's free rule (page/purge.c) */
+#define FREE_MARGIN 8.0 /* MiB: memkit's free rule, as learned here */
 
 typedef struct worker {
     pthread_t t;
