@@ -21,7 +21,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -254,6 +253,20 @@ static size_t arena_used; /* pieces handed out: [base, base + used) */
 static size_t arena_align; /* a piece's size */
 static int arena_stuck;   /* a new piece's place was taken: no more */
 
+/* ThreadSanitizer keeps its shadow where the arena would go, and takes a
+ * fixed mapping there as a hint for address 0: in its builds the arena
+ * lies in the low range it leaves to programs (below 512 GiB). */
+#if defined(__SANITIZE_THREAD__)
+#define ARENA_LOW 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ARENA_LOW 1
+#endif
+#endif
+#ifndef ARENA_LOW
+#define ARENA_LOW 0
+#endif
+
 /* Where the arena starts: 32 TiB and up, a multiple of @align chosen at
  * random in a range of 1 TiB.  The kernel places mappings top-down from
  * below 128 TiB, and programs and their heaps low or near 85 TiB, so the
@@ -269,6 +282,9 @@ static uintptr_t arena_hint(size_t align, unsigned attempt)
     r ^= (uintptr_t)__builtin_frame_address(0) * 0xff51afd7ed558ccdull;
     r ^= (uintptr_t)&arena_base >> 12;
     r ^= r >> 29;
+    if (ARENA_LOW) /* (128 - 448 GiB) */
+        return ((uintptr_t)128 << 30) + (uintptr_t)attempt * ((uintptr_t)32 << 30) +
+               (uintptr_t)(r % (((uintptr_t)32 << 30) / align)) * align;
     uintptr_t base = ((uintptr_t)32 << 40) + (uintptr_t)attempt * ((uintptr_t)1 << 40);
     return base + (uintptr_t)(r % (((uintptr_t)1 << 40) / align)) * align;
 }
